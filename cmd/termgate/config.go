@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/termgate/termgate/session"
+)
+
+// Config is everything the server is told at start. Every flag has a
+// TERMGATE_* environment twin (--max-sessions ⇔ TERMGATE_MAX_SESSIONS); a
+// flag given on the command line wins over its twin.
+type Config struct {
+	Shell          string        // program for session_start without a command
+	MaxSessions    int           // live sessions at once
+	IdleTimeout    time.Duration // close a session after this long without input
+	MaxOutput      int           // characters of output per result before head+tail capping
+	MaxInput       int           // bytes one call may send
+	Scrollback     int           // lines of history per session
+	CloseGrace     time.Duration // between the steps of closing a session
+	DefaultTimeout time.Duration // how long a send waits for completion by default
+	MaxTimeout     time.Duration // the longest wait a call may ask for
+	Quiet          time.Duration // last-resort quiet period
+	ExecTimeout    time.Duration // wall-clock limit of the exec tool by default
+	LogLevel       string
+	LogFile        string
+}
+
+func defaultConfig() Config {
+	l := session.DefaultLimits()
+	return Config{
+		Shell:          "bash",
+		MaxSessions:    l.MaxSessions,
+		IdleTimeout:    l.IdleTimeout,
+		MaxOutput:      16000,
+		MaxInput:       64 << 10,
+		Scrollback:     l.Scrollback,
+		CloseGrace:     l.CloseGrace,
+		DefaultTimeout: 30 * time.Second,
+		MaxTimeout:     10 * time.Minute,
+		Quiet:          300 * time.Millisecond,
+		ExecTimeout:    60 * time.Second,
+		LogLevel:       "info",
+	}
+}
+
+func (c *Config) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Shell, "shell", c.Shell, "program a session runs when session_start names none")
+	fs.IntVar(&c.MaxSessions, "max-sessions", c.MaxSessions, "live sessions at once")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a session after this long without input (0: never)")
+	fs.IntVar(&c.MaxOutput, "max-output", c.MaxOutput, "characters of output per result; longer output keeps its head and tail")
+	fs.IntVar(&c.MaxInput, "max-input", c.MaxInput, "bytes one call may send to a terminal")
+	fs.IntVar(&c.Scrollback, "scrollback", c.Scrollback, "lines of history kept per session")
+	fs.DurationVar(&c.CloseGrace, "close-grace", c.CloseGrace, "wait between EOF, SIGHUP, SIGTERM and SIGKILL when closing a session")
+	fs.DurationVar(&c.DefaultTimeout, "timeout", c.DefaultTimeout, "how long a send waits for its command to complete by default")
+	fs.DurationVar(&c.MaxTimeout, "max-timeout", c.MaxTimeout, "the longest wait one call may ask for")
+	fs.DurationVar(&c.Quiet, "quiet", c.Quiet, "quiet period that ends a wait when nothing better tells completion")
+	fs.DurationVar(&c.ExecTimeout, "exec-timeout", c.ExecTimeout, "wall-clock limit of the exec tool by default")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&c.LogFile, "log-file", c.LogFile, "write the server's log here (0600, appended) instead of stderr")
+}
+
+// envName is a flag's environment twin.
+func envName(flagName string) string {
+	return "TERMGATE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseConfig reads the environment twins, then the command line.
+func parseConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (Config, []string, error) {
+	c := defaultConfig()
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.flags(fs)
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := getenv(envName(f.Name)); v != "" {
+			if err := fs.Set(f.Name, v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("%s=%q: %w", envName(f.Name), v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return c, nil, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, nil, err
+	}
+	return c, fs.Args(), c.validate()
+}
+
+func (c Config) validate() error {
+	var errs []error
+	check := func(ok bool, format string, a ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, a...))
+		}
+	}
+	check(c.MaxSessions >= 1 && c.MaxSessions <= 4096, "--max-sessions must be 1 to 4096, not %d", c.MaxSessions)
+	check(c.IdleTimeout >= 0, "--idle-timeout must not be negative")
+	check(c.MaxOutput >= 200, "--max-output must be at least 200, not %d", c.MaxOutput)
+	check(c.MaxInput >= 1 && c.MaxInput <= 16<<20, "--max-input must be 1 byte to 16 MiB, not %d", c.MaxInput)
+	check(c.Scrollback >= 100 && c.Scrollback <= 1_000_000, "--scrollback must be 100 to 1000000 lines, not %d", c.Scrollback)
+	check(c.CloseGrace > 0, "--close-grace must be positive")
+	check(c.DefaultTimeout > 0 && c.DefaultTimeout <= c.MaxTimeout, "--timeout must be positive and at most --max-timeout")
+	check(c.Quiet >= 10*time.Millisecond, "--quiet must be at least 10ms")
+	check(c.ExecTimeout > 0, "--exec-timeout must be positive")
+	check(c.Shell != "", "--shell must name a program")
+	return errors.Join(errs...)
+}
+
+func (c Config) limits() session.Limits {
+	return session.Limits{
+		MaxSessions: c.MaxSessions,
+		IdleTimeout: c.IdleTimeout,
+		CloseGrace:  c.CloseGrace,
+		Scrollback:  c.Scrollback,
+	}
+}
+
+// logOutput opens the log destination: stderr, or a file opened for
+// appending with mode 0600 (stdout is the protocol and never carries logs).
+func (c Config) logOutput(stderr io.Writer) (io.Writer, func() error, error) {
+	if c.LogFile == "" {
+		return stderr, func() error { return nil }, nil
+	}
+	f, err := os.OpenFile(c.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening log file: %w", err)
+	}
+	return f, f.Close, nil
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The pipeline every input goes through before a byte reaches a terminal:
+//
+//	1. decide   — the policy judges what will run (Decider)
+//	2. confirm  — a "confirm" decision asks the human (Confirmer)
+//	3. audit    — the decision is recorded before acting (Auditor)
+//	4. act      — the caller writes to the session
+//	5. redact   — everything returned passes the redactor (Redactor)
+//	6. audit    — the outcome is recorded
+//
+// Each stage is an interface so the policy engine, the confirmation flow,
+// the redactor and the audit log plug in where they belong. A stage that is
+// not configured is reported as such in every result ("policy: none"): it is
+// never pretended. The one rule that holds with or without stages: an input
+// the gate does not allow is not written, and a failing stage refuses.
+
+// GateInput is what the policy sees of one input. Field names follow the
+// policy input document in DESIGN.
+type GateInput struct {
+	Action  string   `json:"action"` // start | input | keys | exec
+	Text    string   `json:"text"`
+	Program string   `json:"program,omitempty"`
+	Session *GateRef `json:"session,omitempty"`
+	Start   *GateRef `json:"start,omitempty"`
+	Client  Client   `json:"client"`
+	// Secret marks input typed while the terminal's echo is off: it must
+	// not be shown to the policy as text, logged or audited.
+	Secret bool `json:"-"`
+}
+
+// GateRef names a session, or the session a start would create.
+type GateRef struct {
+	ID   string   `json:"id,omitempty"`
+	Name string   `json:"name,omitempty"`
+	Argv []string `json:"argv,omitempty"`
+	Cwd  string   `json:"cwd,omitempty"`
+	Env  []string `json:"env,omitempty"` // names only
+}
+
+// Client is the MCP client as it introduced itself.
+type Client struct {
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// Decision is the policy's verdict on one input.
+type Decision struct {
+	Action   string `json:"action" jsonschema:"allow, deny or confirm"`
+	Rule     string `json:"rule,omitempty" jsonschema:"id of the rule that decided"`
+	Reason   string `json:"reason,omitempty" jsonschema:"why"`
+	Severity string `json:"severity,omitempty" jsonschema:"low, medium, high or critical"`
+	Profile  string `json:"profile,omitempty" jsonschema:"sandbox profile chosen for a new session"`
+}
+
+// Decider judges an input. An error, or an undefined result, must deny.
+type Decider interface {
+	Decide(ctx context.Context, in GateInput) (Decision, error)
+	// Name describes the engine for results and logs (bundle revision).
+	Name() string
+}
+
+// Confirmer asks a human about an input the policy wants confirmed. It
+// reports true only for an explicit approval of exactly this input.
+type Confirmer interface {
+	Confirm(ctx context.Context, req *mcp.CallToolRequest, in GateInput, d Decision) (bool, error)
+}
+
+// Redactor masks secrets in text that leaves the gateway.
+type Redactor interface {
+	Redact(text string) string
+}
+
+// Auditor records what happened. An error refuses the input.
+type Auditor interface {
+	Record(ctx context.Context, ev AuditEvent) error
+}
+
+// AuditEvent is one record handed to the Auditor.
+type AuditEvent struct {
+	Kind     string // decision | outcome
+	Input    GateInput
+	Decision Decision
+	Outcome  string
+}
+
+// Stages are the pluggable parts of the pipeline; nil stages are absent.
+type Stages struct {
+	Decider   Decider
+	Confirmer Confirmer
+	Redactor  Redactor
+	Auditor   Auditor
+}
+
+// ErrRefused is wrapped by every refusal of the gate.
+var ErrRefused = errors.New("refused")
+
+// noPolicy is the decision when no policy engine is configured: the input is
+// allowed, and every result says so.
+const noPolicyRule = "policy.none"
+
+// gate runs stages 1–3 for one input and returns the decision. A non-nil
+// error means nothing may be written; its text says why and that nothing
+// was sent.
+func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInput) (Decision, error) {
+	var d Decision
+	if p.Decider == nil {
+		d = Decision{Action: "allow", Rule: noPolicyRule, Reason: "no policy engine is configured in this build"}
+	} else {
+		var err error
+		d, err = p.Decider.Decide(ctx, in)
+		if err != nil {
+			d = Decision{Action: "deny", Rule: "policy.error", Reason: "the policy could not decide: " + err.Error(), Severity: "high"}
+		}
+	}
+	switch d.Action {
+	case "allow":
+	case "confirm":
+		if p.Confirmer == nil {
+			d = Decision{Action: "deny", Rule: d.Rule, Reason: d.Reason + " (needs a human's confirmation, and no confirmation channel is available)", Severity: d.Severity}
+			break
+		}
+		ok, err := p.Confirmer.Confirm(ctx, req, in, d)
+		if err != nil || !ok {
+			why := "the human declined"
+			if err != nil {
+				why = "confirmation failed: " + err.Error()
+			}
+			d = Decision{Action: "deny", Rule: d.Rule, Reason: d.Reason + " (" + why + ")", Severity: d.Severity}
+		}
+	default:
+		if d.Action != "deny" {
+			d = Decision{Action: "deny", Rule: "policy.undefined", Reason: fmt.Sprintf("the policy returned %q, which is not allow, deny or confirm", d.Action), Severity: "high"}
+		}
+	}
+	if p.Auditor != nil {
+		if err := p.Auditor.Record(ctx, AuditEvent{Kind: "decision", Input: in, Decision: d}); err != nil {
+			return d, fmt.Errorf("%w: the audit log could not record this input (%v); nothing was sent", ErrRefused, err)
+		}
+	}
+	if d.Action != "allow" {
+		return d, fmt.Errorf("%w: denied by %s: %s; nothing was sent", ErrRefused, d.Rule, d.Reason)
+	}
+	return d, nil
+}
+
+// redact runs stage 5 on text leaving the gateway.
+func (p *Stages) redact(s string) string {
+	if p.Redactor == nil || s == "" {
+		return s
+	}
+	return p.Redactor.Redact(s)
+}
+
+// outcome runs stage 6.
+func (p *Stages) outcome(ctx context.Context, in GateInput, d Decision, summary string) error {
+	if p.Auditor == nil {
+		return nil
+	}
+	return p.Auditor.Record(ctx, AuditEvent{Kind: "outcome", Input: in, Decision: d, Outcome: summary})
+}
+
+// describe says which stages are in force, for session_info and the policy
+// resource.
+func (p *Stages) describe() map[string]string {
+	name := func(ok bool, s string) string {
+		if ok {
+			return s
+		}
+		return "none"
+	}
+	policy := "none"
+	if p.Decider != nil {
+		policy = p.Decider.Name()
+	}
+	return map[string]string{
+		"policy":       policy,
+		"confirmation": name(p.Confirmer != nil, "on"),
+		"redaction":    name(p.Redactor != nil, "on"),
+		"audit":        name(p.Auditor != nil, "on"),
+	}
+}
+
+// keysText is how a key press is shown to the policy.
+func keysText(keys []string) string { return strings.Join(keys, " ") }

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/termgate/termgate/session"
+)
+
+const usage = `termgate: an MCP server for persistent, interactive terminal sessions
+
+usage:
+  termgate [serve] [flags]   serve MCP over stdio (the default)
+  termgate version           print the version
+  termgate help              this text; "termgate serve -h" lists the flags
+
+Every flag has a TERMGATE_* environment twin (--max-sessions: TERMGATE_MAX_SESSIONS).
+`
+
+// run is the whole program; main only passes it the process's parts.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	cmd := "serve"
+	if len(args) > 0 && (args[0] == "" || args[0][0] != '-') {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serveMain(args, stdin, stdout, stderr, getenv)
+	case "version":
+		fmt.Fprintln(stdout, "termgate", version())
+		return 0
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "termgate: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	cfg, rest, err := parseConfig("termgate serve", args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 2
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "termgate: unexpected arguments %q\n", rest)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, cfg, stdin, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// serve runs the MCP server until the client disconnects (stdin EOF) or ctx
+// ends (SIGINT, SIGTERM), then closes every session so that no process of
+// any session outlives the server.
+func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Writer) error {
+	logw, closeLog, err := cfg.logOutput(stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
+
+	gw := newGateway(cfg, logger, Stages{})
+	defer gw.shutdown()
+	srv := gw.server()
+
+	logger.Info("termgate serving on stdio", "version", version(), "stages", gw.stages.describe())
+	err = srv.Run(ctx, &lineTransport{in: stdin, out: stdout, maxLine: 4 * cfg.MaxInput, log: logger})
+	switch {
+	case err == nil, errors.Is(err, io.EOF):
+		logger.Info("client disconnected; closing sessions")
+	case ctx.Err() != nil:
+		logger.Info("signal received; closing sessions")
+	default:
+		logger.Error("server stopped", "err", err)
+	}
+	if serr := gw.shutdown(); serr != nil {
+		logger.Error("closing sessions", "err", serr)
+	}
+	if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// gateway holds the server's parts: the session manager, the pipeline
+// stages and the configuration. Handlers are its methods.
+type gateway struct {
+	cfg    Config
+	log    *slog.Logger
+	mgr    *session.Manager
+	stages Stages
+	env    []string // the environment sessions start from
+}
+
+func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
+	g := &gateway{cfg: cfg, log: logger, stages: stages, env: os.Environ()}
+	g.mgr = session.NewManager(cfg.limits(), func(s *session.Session) {
+		logger.Info("closed idle session", "session", s.ID(), "idle_timeout", cfg.IdleTimeout)
+	})
+	return g
+}
+
+// shutdown closes every session; it is safe to call more than once.
+func (g *gateway) shutdown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return g.mgr.Shutdown(ctx)
+}
+
+func (g *gateway) server() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "termgate", Title: "termgate terminal gateway", Version: version()}, &mcp.ServerOptions{
+		Logger:       g.log,
+		Instructions: serverInstructions,
+	})
+	for _, t := range g.tools() {
+		t.register(srv)
+	}
+	g.addResources(srv)
+	return srv
+}
+
+const serverInstructions = `termgate runs persistent terminal sessions. Start one with session_start (default: bash), ` +
+	`then session_send a line: the call returns when the command finishes (with its exit code in bash and zsh), ` +
+	`when a REPL shows its prompt again, or when wait_for matches. Use session_keys for ctrl+c, arrows and other keys, ` +
+	`session_read to see new output, the screen of a full-screen program (vim, top, less) or the scrollback. ` +
+	`A result with complete:false means the command is still running: call session_read with timeout_ms to wait for more. ` +
+	`Close sessions you no longer need with session_close.`

@@ -1,0 +1,953 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/termgate/termgate/session"
+)
+
+// toolDef is one row of the tool table: the tool as clients see it and how
+// to register its typed handler.
+type toolDef struct {
+	tool     *mcp.Tool
+	register func(*mcp.Server)
+}
+
+func newTool[In, Out any](t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) toolDef {
+	return toolDef{tool: t, register: func(s *mcp.Server) { mcp.AddTool(s, t, h) }}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// annotations spells every hint out: the protocol's defaults for unset
+// destructive and open-world hints are true, so nothing is left unset.
+func annotations(title string, readOnly, destructive, idempotent, openWorld bool) *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{
+		Title:           title,
+		ReadOnlyHint:    readOnly,
+		DestructiveHint: ptr(destructive),
+		IdempotentHint:  idempotent,
+		OpenWorldHint:   ptr(openWorld),
+	}
+}
+
+// tools is the tool table.
+func (g *gateway) tools() []toolDef {
+	return []toolDef{
+		newTool(&mcp.Tool{
+			Name:        "session_start",
+			Description: "Start a program in a new persistent terminal session (default: the configured shell, bash). Give argv, or command as a shell line. Returns the session id, the program's first output and its prompt.",
+			Annotations: annotations("Start a terminal session", false, false, false, true),
+		}, g.sessionStart),
+		newTool(&mcp.Tool{
+			Name:        "session_send",
+			Description: "Type text into a session (Enter is appended unless enter is false) and wait until it completes: the command finishes (bash/zsh, with exit_code), the program's prompt returns, wait_for matches, the program exits, or output goes quiet. complete:false means it is still running; session_read continues.",
+			Annotations: annotations("Send input to a session", false, true, false, true),
+		}, g.sessionSend),
+		newTool(&mcp.Tool{
+			Name:        "session_keys",
+			Description: "Press named keys in a session: enter, tab, shift+tab, esc, backspace, delete, up, down, left, right, home, end, pgup, pgdn, f1-f12, ctrl+<key>, alt+<key>; append *N to repeat (down*5). Arrows follow the terminal's cursor-key mode (vim, less).",
+			Annotations: annotations("Press keys in a session", false, true, false, true),
+		}, g.sessionKeys),
+		newTool(&mcp.Tool{
+			Name:        "session_read",
+			Description: "Read a session without sending anything: mode new (output since the last read; with timeout_ms, wait for the running command), screen (the visible screen and cursor, for vim, top, less), or scrollback (the last lines of history).",
+			Annotations: annotations("Read a session", true, false, true, false),
+		}, g.sessionRead),
+		newTool(&mcp.Tool{
+			Name:        "session_resize",
+			Description: "Resize a session's terminal; the program gets SIGWINCH.",
+			Annotations: annotations("Resize a session", false, false, true, false),
+		}, g.sessionResize),
+		newTool(&mcp.Tool{
+			Name:        "session_list",
+			Description: "List sessions with their program in the foreground, whether busy, and whether alive.",
+			Annotations: annotations("List sessions", true, false, true, false),
+		}, g.sessionList),
+		newTool(&mcp.Tool{
+			Name:        "session_info",
+			Description: "Details of one session: argv, cwd, foreground program, busy, exit code, terminal modes, byte counts, and which gateway stages are in force.",
+			Annotations: annotations("Describe a session", true, false, true, false),
+		}, g.sessionInfo),
+		newTool(&mcp.Tool{
+			Name:        "session_close",
+			Description: "Close a session: EOF, then SIGHUP, SIGTERM and SIGKILL to its whole process tree, with a grace period between steps. Closing a closed session is not an error.",
+			Annotations: annotations("Close a session", false, true, true, false),
+		}, g.sessionClose),
+		newTool(&mcp.Tool{
+			Name:        "exec",
+			Description: "Run one shell command in a fresh shell (not in a session) and return its output and exit code. The command is killed with its process group at timeout_ms.",
+			Annotations: annotations("Run one command", false, true, false, true),
+		}, g.exec),
+	}
+}
+
+// ---- shared result shapes ----
+
+// ioOut is the result of an input or a read.
+type ioOut struct {
+	SessionID  string    `json:"session_id" jsonschema:"the session"`
+	Output     string    `json:"output" jsonschema:"what a human would read: ANSI stripped, echo and trailing prompt removed, redacted, capped"`
+	Complete   bool      `json:"complete" jsonschema:"false while the command is still running; session_read continues"`
+	Completion string    `json:"completion,omitempty" jsonschema:"command_finished, prompt, pattern, exited, quiet or timeout"`
+	ExitCode   *int      `json:"exit_code,omitempty" jsonschema:"the command's exit code (bash/zsh), or the program's once it exited"`
+	Prompt     string    `json:"prompt,omitempty" jsonschema:"the prompt the program shows now"`
+	Alive      bool      `json:"alive" jsonschema:"the session's program is running"`
+	Program    string    `json:"program" jsonschema:"the terminal's foreground program"`
+	Busy       bool      `json:"busy" jsonschema:"the foreground program is not the session's own shell"`
+	Truncated  bool      `json:"truncated" jsonschema:"output was cut to max_output, keeping head and tail"`
+	Screen     bool      `json:"screen,omitempty" jsonschema:"output is the rendered screen of a full-screen program"`
+	Continued  bool      `json:"continued,omitempty" jsonschema:"the shell waits for the rest of an unfinished command"`
+	EchoOff    bool      `json:"echo_off,omitempty" jsonschema:"the terminal is reading with echo off (a password prompt)"`
+	LostLines  int64     `json:"lost_lines,omitempty" jsonschema:"lines that scrolled past the scrollback before they could be read"`
+	Decision   *Decision `json:"decision,omitempty" jsonschema:"the gate's decision on this input"`
+}
+
+func (o ioOut) text() string {
+	var b strings.Builder
+	b.WriteString(o.Output)
+	if o.Output != "" && !strings.HasSuffix(o.Output, "\n") {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "[session %s · %s", o.SessionID, o.Program)
+	if o.Complete {
+		fmt.Fprintf(&b, " · complete (%s)", o.Completion)
+	} else {
+		b.WriteString(" · still running: session_read with timeout_ms waits for more")
+	}
+	if o.ExitCode != nil {
+		fmt.Fprintf(&b, " · exit %d", *o.ExitCode)
+	}
+	if o.Prompt != "" {
+		fmt.Fprintf(&b, " · prompt %q", o.Prompt)
+	}
+	if o.EchoOff {
+		b.WriteString(" · echo off (password prompt)")
+	}
+	if !o.Alive {
+		b.WriteString(" · exited")
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// ---- validation ----
+
+const (
+	minRows, maxRows = 2, 500
+	minCols, maxCols = 10, 1000
+)
+
+func (g *gateway) timeout(ms int, def time.Duration) (time.Duration, error) {
+	switch {
+	case ms < 0:
+		return 0, fmt.Errorf("timeout_ms must not be negative")
+	case ms == 0:
+		return def, nil
+	case time.Duration(ms)*time.Millisecond > g.cfg.MaxTimeout:
+		return 0, fmt.Errorf("timeout_ms %d is over the limit of %d (--max-timeout)", ms, g.cfg.MaxTimeout.Milliseconds())
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+func (g *gateway) quiet(ms int) (time.Duration, error) {
+	if ms < 0 || ms > 60_000 {
+		return 0, fmt.Errorf("quiet_ms must be 0 to 60000")
+	}
+	if ms == 0 {
+		return g.cfg.Quiet, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+func compileWaitFor(expr string) (*regexp.Regexp, error) {
+	if expr == "" {
+		return nil, nil
+	}
+	if len(expr) > 4096 {
+		return nil, errors.New("wait_for is longer than 4096 characters")
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("wait_for is not a valid regular expression: %v", err)
+	}
+	return re, nil
+}
+
+func (g *gateway) maxOutput(n int) (int, error) {
+	switch {
+	case n < 0:
+		return 0, errors.New("max_output must not be negative")
+	case n == 0 || n > g.cfg.MaxOutput:
+		return g.cfg.MaxOutput, nil
+	case n < 200:
+		return 200, nil
+	}
+	return n, nil
+}
+
+func (g *gateway) checkInputSize(n int) error {
+	if n > g.cfg.MaxInput {
+		return fmt.Errorf("input is %d bytes, over the limit of %d (--max-input); nothing was sent", n, g.cfg.MaxInput)
+	}
+	return nil
+}
+
+func clientOf(req *mcp.CallToolRequest) Client {
+	if req == nil {
+		return Client{}
+	}
+	if ci := req.ClientInfo(); ci != nil {
+		return Client{Name: ci.Name, Version: ci.Version}
+	}
+	return Client{}
+}
+
+// capOutput keeps the head and tail of text within max characters and says
+// in the middle what was cut and how to read it.
+func capOutput(text string, max int, sessionID string) (string, bool) {
+	if utf8.RuneCountInString(text) <= max {
+		return text, false
+	}
+	headN := max / 3
+	tailN := max - headN - 200
+	head := cutRunes(text, headN, false)
+	if i := strings.LastIndexByte(head, '\n'); i > len(head)/2 {
+		head = head[:i+1]
+	}
+	tail := cutRunes(text, tailN, true)
+	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/2 {
+		tail = tail[i+1:]
+	}
+	cut := text[len(head) : len(text)-len(tail)]
+	hint := "session_read with mode \"scrollback\" and lines shows the history"
+	if sessionID != "" {
+		hint = fmt.Sprintf(`session_read {"session_id":%q,"mode":"scrollback","lines":N} shows the history`, sessionID)
+	}
+	marker := fmt.Sprintf("[... %d lines (%d characters) cut here; %s ...]\n",
+		strings.Count(cut, "\n"), utf8.RuneCountInString(cut), hint)
+	if !strings.HasSuffix(head, "\n") {
+		head += "\n"
+	}
+	return head + marker + tail, true
+}
+
+// cutRunes returns the first (or last) n runes of s.
+func cutRunes(s string, n int, last bool) string {
+	if !last {
+		i := 0
+		for pos := range s {
+			if i == n {
+				return s[:pos]
+			}
+			i++
+		}
+		return s
+	}
+	i := 0
+	for pos := len(s); pos > 0; {
+		_, size := utf8.DecodeLastRuneInString(s[:pos])
+		pos -= size
+		i++
+		if i == n {
+			return s[pos:]
+		}
+	}
+	return s
+}
+
+// ---- session_start ----
+
+type startIn struct {
+	Command     string            `json:"command,omitempty" jsonschema:"a shell line to run, e.g. 'python3 -q' or 'psql mydb'; default: the configured shell"`
+	Argv        []string          `json:"argv,omitempty" jsonschema:"the program and its arguments, instead of command"`
+	Name        string            `json:"name,omitempty" jsonschema:"a name to refer to the session by, instead of its id"`
+	Cwd         string            `json:"cwd,omitempty" jsonschema:"working directory; default: the server's"`
+	Env         map[string]string `json:"env,omitempty" jsonschema:"extra environment variables"`
+	Rows        int               `json:"rows,omitempty" jsonschema:"terminal rows, 2-500; default 24"`
+	Cols        int               `json:"cols,omitempty" jsonschema:"terminal columns, 10-1000; default 80"`
+	Mode        string            `json:"mode,omitempty" jsonschema:"pty (default) or pipe"`
+	TimeoutMs   int               `json:"timeout_ms,omitempty" jsonschema:"how long to wait for the first prompt; default 10000"`
+	MaxOutput   int               `json:"max_output,omitempty" jsonschema:"cap on returned characters"`
+	IdleTimeout int               `json:"idle_timeout_s,omitempty" jsonschema:"not used per session yet: the server's --idle-timeout applies"`
+}
+
+type startOut struct {
+	SessionID   string            `json:"session_id" jsonschema:"the new session's id"`
+	Name        string            `json:"name,omitempty" jsonschema:"its name"`
+	Pid         int               `json:"pid" jsonschema:"process id of the session's program"`
+	Argv        []string          `json:"argv" jsonschema:"what was started"`
+	Mode        string            `json:"mode" jsonschema:"pty or pipe"`
+	Program     string            `json:"program" jsonschema:"the terminal's foreground program"`
+	Integration bool              `json:"shell_integration" jsonschema:"bash/zsh report each command's end and exit code"`
+	Output      string            `json:"output" jsonschema:"the program's first output (banner), redacted"`
+	Complete    bool              `json:"complete" jsonschema:"the program showed a prompt or went quiet"`
+	Completion  string            `json:"completion,omitempty" jsonschema:"how the wait for the first prompt ended"`
+	Prompt      string            `json:"prompt,omitempty" jsonschema:"the prompt the program shows"`
+	Truncated   bool              `json:"truncated" jsonschema:"output was capped"`
+	Sandbox     string            `json:"sandbox" jsonschema:"the session's confinement"`
+	Stages      map[string]string `json:"stages" jsonschema:"which gateway stages are in force"`
+	Decision    *Decision         `json:"decision,omitempty" jsonschema:"the gate's decision on the start"`
+}
+
+// sandboxStatus is reported with every session until the sandbox lands.
+const sandboxStatus = "none: this build does not confine sessions"
+
+// shellMeta are the characters that make a command line need a shell.
+const shellMeta = "|&;<>()$`\\\"'*?[]#~=%{}\n\t!"
+
+func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in startIn) (*mcp.CallToolResult, startOut, error) {
+	var out startOut
+	if in.Command != "" && len(in.Argv) > 0 {
+		return nil, out, errors.New("give command or argv, not both")
+	}
+	if err := g.checkInputSize(len(in.Command) + len(strings.Join(in.Argv, " "))); err != nil {
+		return nil, out, err
+	}
+	rows, cols := in.Rows, in.Cols
+	if rows == 0 {
+		rows = 24
+	}
+	if cols == 0 {
+		cols = 80
+	}
+	if rows < minRows || rows > maxRows || cols < minCols || cols > maxCols {
+		return nil, out, fmt.Errorf("rows must be %d-%d and cols %d-%d; got %dx%d", minRows, maxRows, minCols, maxCols, rows, cols)
+	}
+	mode := session.Mode(in.Mode)
+	if mode == "" {
+		mode = session.ModePTY
+	}
+	if mode != session.ModePTY && mode != session.ModePipe {
+		return nil, out, fmt.Errorf("mode must be pty or pipe, not %q", in.Mode)
+	}
+	if len(in.Name) > 64 || strings.ContainsFunc(in.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return nil, out, errors.New("name must be at most 64 printable characters")
+	}
+	if strings.HasPrefix(in.Name, "s-") {
+		return nil, out, errors.New(`names starting with "s-" are reserved for session ids`)
+	}
+	wait, err := g.timeout(in.TimeoutMs, 10*time.Second)
+	if err != nil {
+		return nil, out, err
+	}
+	maxOut, err := g.maxOutput(in.MaxOutput)
+	if err != nil {
+		return nil, out, err
+	}
+	cwd := in.Cwd
+	if cwd == "" {
+		if cwd, err = os.Getwd(); err != nil {
+			return nil, out, fmt.Errorf("finding the working directory: %w", err)
+		}
+	}
+	if cwd, err = filepath.Abs(cwd); err != nil {
+		return nil, out, fmt.Errorf("cwd: %w", err)
+	}
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+		return nil, out, fmt.Errorf("cwd %q is not a directory", in.Cwd)
+	}
+	var argv []string
+	switch {
+	case len(in.Argv) > 0:
+		argv = in.Argv
+	case strings.TrimSpace(in.Command) == "":
+		argv = []string{g.cfg.Shell}
+	case strings.ContainsAny(in.Command, shellMeta):
+		argv = []string{"/bin/sh", "-c", in.Command}
+	default:
+		argv = strings.Fields(in.Command)
+	}
+	if argv[0] == "" || strings.ContainsRune(strings.Join(argv, ""), 0) {
+		return nil, out, errors.New("argv must not be empty or hold NUL bytes")
+	}
+	env := append([]string{}, g.env...)
+	env = append(env, "TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1")
+	names := make([]string, 0, len(in.Env))
+	for k, v := range in.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return nil, out, fmt.Errorf("env: %q is not a valid variable", k)
+		}
+		env = append(env, k+"="+v)
+		names = append(names, k)
+	}
+
+	gin := GateInput{
+		Action:  "start",
+		Text:    strings.Join(argv, " "),
+		Program: filepath.Base(argv[0]),
+		Start:   &GateRef{Name: in.Name, Argv: argv, Cwd: cwd, Env: names},
+		Client:  clientOf(req),
+	}
+	d, err := g.stages.gate(ctx, req, gin)
+	if err != nil {
+		return nil, out, err
+	}
+	s, err := g.mgr.Start(session.Spec{Name: in.Name, Argv: argv, Dir: cwd, Env: env, Rows: rows, Cols: cols, Mode: mode})
+	if err != nil {
+		return nil, out, fmt.Errorf("session not started: %w", err)
+	}
+	r, err := s.WaitStart(ctx, session.WaitOpts{Timeout: wait, Quiet: g.cfg.Quiet})
+	if err != nil {
+		return nil, out, err
+	}
+	st := s.Status()
+	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, s.ID())
+	out = startOut{
+		SessionID: s.ID(), Name: in.Name, Pid: st.Pid, Argv: argv, Mode: string(mode),
+		Program: st.Program, Integration: st.Integration,
+		Output: text, Complete: r.Complete, Completion: string(r.Completion),
+		Prompt: g.stages.redact(r.Prompt), Truncated: truncated,
+		Sandbox: sandboxStatus, Stages: g.stages.describe(), Decision: &d,
+	}
+	if err := g.stages.outcome(ctx, gin, d, "session "+s.ID()+" started"); err != nil {
+		return nil, out, err
+	}
+	g.log.Info("session started", "session", s.ID(), "program", st.Program, "pid", st.Pid, "mode", mode)
+	summary := fmt.Sprintf("%s[session %s started: %s, pid %d, %s", withNL(text), s.ID(), strings.Join(argv, " "), st.Pid, mode)
+	if out.Prompt != "" {
+		summary += fmt.Sprintf(", prompt %q", out.Prompt)
+	}
+	return textResult(summary + "]"), out, nil
+}
+
+func withNL(s string) string {
+	if s == "" || strings.HasSuffix(s, "\n") {
+		return s
+	}
+	return s + "\n"
+}
+
+// ---- session_send ----
+
+type sendIn struct {
+	SessionID string `json:"session_id" jsonschema:"session id or name"`
+	Text      string `json:"text" jsonschema:"what to type; newlines are typed as Enter"`
+	Enter     *bool  `json:"enter,omitempty" jsonschema:"press Enter after the text; default true"`
+	WaitFor   string `json:"wait_for,omitempty" jsonschema:"complete when this regular expression matches the output after the echo"`
+	TimeoutMs int    `json:"timeout_ms,omitempty" jsonschema:"how long to wait for completion; default 30000"`
+	QuietMs   int    `json:"quiet_ms,omitempty" jsonschema:"quiet period that ends the wait when nothing better tells completion; default 300"`
+	MaxOutput int    `json:"max_output,omitempty" jsonschema:"cap on returned characters"`
+}
+
+func (g *gateway) session(id string) (*session.Session, error) {
+	if id == "" {
+		return nil, errors.New("session_id is required")
+	}
+	return g.mgr.Get(id)
+}
+
+func (g *gateway) waitOpts(timeoutMs, quietMs int, waitFor string) (session.WaitOpts, error) {
+	t, err := g.timeout(timeoutMs, g.cfg.DefaultTimeout)
+	if err != nil {
+		return session.WaitOpts{}, err
+	}
+	q, err := g.quiet(quietMs)
+	if err != nil {
+		return session.WaitOpts{}, err
+	}
+	re, err := compileWaitFor(waitFor)
+	if err != nil {
+		return session.WaitOpts{}, err
+	}
+	return session.WaitOpts{Timeout: t, Quiet: q, WaitFor: re}, nil
+}
+
+// writable returns a session that can take input, or why not.
+func writable(s *session.Session) (session.Status, error) {
+	st := s.Status()
+	if s.Closed() {
+		return st, fmt.Errorf("session %s is closed", s.ID())
+	}
+	if !st.Alive {
+		code := 0
+		if st.ExitCode != nil {
+			code = *st.ExitCode
+		}
+		return st, fmt.Errorf("session %s has exited (exit code %d); nothing was sent. Its final output stays readable with session_read", s.ID(), code)
+	}
+	return st, nil
+}
+
+func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in sendIn) (*mcp.CallToolResult, ioOut, error) {
+	var out ioOut
+	s, err := g.session(in.SessionID)
+	if err != nil {
+		return nil, out, err
+	}
+	if err := g.checkInputSize(len(in.Text)); err != nil {
+		return nil, out, err
+	}
+	if !utf8.ValidString(in.Text) {
+		return nil, out, errors.New("text is not valid UTF-8; nothing was sent")
+	}
+	o, err := g.waitOpts(in.TimeoutMs, in.QuietMs, in.WaitFor)
+	if err != nil {
+		return nil, out, err
+	}
+	maxOut, err := g.maxOutput(in.MaxOutput)
+	if err != nil {
+		return nil, out, err
+	}
+	st, err := writable(s)
+	if err != nil {
+		return nil, out, err
+	}
+	enter := in.Enter == nil || *in.Enter
+	gin := GateInput{
+		Action: "input", Text: in.Text, Program: st.Program, Secret: st.EchoOff,
+		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
+		Client:  clientOf(req),
+	}
+	d, err := g.stages.gate(ctx, req, gin)
+	if err != nil {
+		return nil, out, err
+	}
+	r, err := s.Send(ctx, in.Text, enter, o)
+	if err != nil {
+		return nil, out, sendError(s, err)
+	}
+	return g.ioResult(ctx, s, r, maxOut, gin, &d)
+}
+
+func sendError(s *session.Session, err error) error {
+	switch {
+	case errors.Is(err, session.ErrExited):
+		return fmt.Errorf("session %s has exited; nothing was sent. Its final output stays readable with session_read", s.ID())
+	case errors.Is(err, session.ErrClosed):
+		return fmt.Errorf("session %s is closed", s.ID())
+	}
+	return err
+}
+
+// ioResult redacts, caps and records a session result.
+func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Result, maxOut int, gin GateInput, d *Decision) (*mcp.CallToolResult, ioOut, error) {
+	st := s.Status()
+	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, s.ID())
+	if r.LostLines > 0 {
+		text = fmt.Sprintf("[... %d earlier lines scrolled past the %d-line scrollback and are gone ...]\n", r.LostLines, g.cfg.Scrollback) + text
+	}
+	out := ioOut{
+		SessionID: s.ID(), Output: text, Complete: r.Complete, Completion: string(r.Completion),
+		ExitCode: r.ExitCode, Prompt: g.stages.redact(r.Prompt), Alive: st.Alive, Program: st.Program,
+		Busy: st.Busy, Truncated: truncated, Screen: r.Screen, Continued: r.Continued,
+		EchoOff: st.EchoOff, LostLines: r.LostLines, Decision: d,
+	}
+	if d != nil {
+		summary := fmt.Sprintf("%s: %d characters of output", out.Completion, len(text))
+		if err := g.stages.outcome(ctx, gin, *d, summary); err != nil {
+			return nil, out, fmt.Errorf("the audit log could not record the outcome: %w", err)
+		}
+	}
+	return textResult(out.text()), out, nil
+}
+
+// ---- session_keys ----
+
+type keysIn struct {
+	SessionID string   `json:"session_id" jsonschema:"session id or name"`
+	Keys      []string `json:"keys" jsonschema:"key names in order, e.g. [\"ctrl+c\"] or [\"esc\", \":\", \"q\", \"enter\"]; a single printable character is typed as is; name*N repeats"`
+	TimeoutMs int      `json:"timeout_ms,omitempty" jsonschema:"how long to wait for the terminal to settle; default 30000"`
+	QuietMs   int      `json:"quiet_ms,omitempty" jsonschema:"quiet period that ends the wait; default 300"`
+	WaitFor   string   `json:"wait_for,omitempty" jsonschema:"complete when this regular expression matches the output"`
+	MaxOutput int      `json:"max_output,omitempty" jsonschema:"cap on returned characters"`
+}
+
+const maxKeys = 256
+
+func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in keysIn) (*mcp.CallToolResult, ioOut, error) {
+	var out ioOut
+	s, err := g.session(in.SessionID)
+	if err != nil {
+		return nil, out, err
+	}
+	if len(in.Keys) == 0 || len(in.Keys) > maxKeys {
+		return nil, out, fmt.Errorf("keys must list 1 to %d keys", maxKeys)
+	}
+	keys := make([]session.Key, 0, len(in.Keys))
+	size := 0
+	for _, k := range in.Keys {
+		var key session.Key
+		if utf8.RuneCountInString(k) == 1 && k != " " {
+			key = session.Key{Name: k, Repeat: 1, Literal: true}
+		} else if key, err = session.ParseKey(k); err != nil {
+			return nil, out, fmt.Errorf("%v; nothing was sent", err)
+		}
+		keys = append(keys, key)
+		size += key.Repeat * 8
+	}
+	if err := g.checkInputSize(size); err != nil {
+		return nil, out, err
+	}
+	o, err := g.waitOpts(in.TimeoutMs, in.QuietMs, in.WaitFor)
+	if err != nil {
+		return nil, out, err
+	}
+	maxOut, err := g.maxOutput(in.MaxOutput)
+	if err != nil {
+		return nil, out, err
+	}
+	st, err := writable(s)
+	if err != nil {
+		return nil, out, err
+	}
+	gin := GateInput{
+		Action: "keys", Text: keysText(in.Keys), Program: st.Program, Secret: st.EchoOff,
+		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
+		Client:  clientOf(req),
+	}
+	d, err := g.stages.gate(ctx, req, gin)
+	if err != nil {
+		return nil, out, err
+	}
+	r, err := s.SendKeys(ctx, keys, o)
+	if err != nil {
+		return nil, out, sendError(s, err)
+	}
+	return g.ioResult(ctx, s, r, maxOut, gin, &d)
+}
+
+// ---- session_read ----
+
+type readIn struct {
+	SessionID string `json:"session_id" jsonschema:"session id or name"`
+	Mode      string `json:"mode,omitempty" jsonschema:"new (default), screen or scrollback"`
+	Lines     int    `json:"lines,omitempty" jsonschema:"scrollback: how many lines; default 200"`
+	TimeoutMs int    `json:"timeout_ms,omitempty" jsonschema:"new: wait up to this long for the running command to complete (or wait_for); 0 returns at once"`
+	WaitFor   string `json:"wait_for,omitempty" jsonschema:"new: complete when this regular expression matches"`
+	MaxOutput int    `json:"max_output,omitempty" jsonschema:"cap on returned characters"`
+}
+
+type readOut struct {
+	ioOut
+	CursorRow int  `json:"cursor_row,omitempty" jsonschema:"screen: the cursor's row, from 0"`
+	CursorCol int  `json:"cursor_col,omitempty" jsonschema:"screen: the cursor's column, from 0"`
+	AltScreen bool `json:"alt_screen,omitempty" jsonschema:"screen: a full-screen program is showing its own screen"`
+	Rows      int  `json:"rows,omitempty" jsonschema:"screen: terminal rows"`
+	Cols      int  `json:"cols,omitempty" jsonschema:"screen: terminal columns"`
+}
+
+func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in readIn) (*mcp.CallToolResult, readOut, error) {
+	var out readOut
+	s, err := g.session(in.SessionID)
+	if err != nil {
+		return nil, out, err
+	}
+	maxOut, err := g.maxOutput(in.MaxOutput)
+	if err != nil {
+		return nil, out, err
+	}
+	switch in.Mode {
+	case "", "new":
+		o, err := g.waitOpts(in.TimeoutMs, 0, in.WaitFor)
+		if err != nil {
+			return nil, out, err
+		}
+		if in.TimeoutMs == 0 && in.WaitFor == "" {
+			o.Timeout = 0
+		}
+		r, err := s.Read(ctx, o)
+		if err != nil {
+			return nil, out, err
+		}
+		res, io, err := g.ioResult(ctx, s, r, maxOut, GateInput{}, nil)
+		out.ioOut = io
+		return res, out, err
+	case "screen", "scrollback":
+		if in.TimeoutMs != 0 || in.WaitFor != "" {
+			return nil, out, fmt.Errorf("timeout_ms and wait_for apply to mode new only")
+		}
+		st := s.Status()
+		var text string
+		if in.Mode == "screen" {
+			text, out.CursorRow, out.CursorCol = s.Screen()
+			out.AltScreen, out.Rows, out.Cols = st.AltScreen, st.Rows, st.Cols
+		} else {
+			n := in.Lines
+			if n <= 0 {
+				n = 200
+			}
+			if n > g.cfg.Scrollback+maxRows {
+				return nil, out, fmt.Errorf("lines must be at most %d", g.cfg.Scrollback+maxRows)
+			}
+			text = s.Scrollback(n)
+		}
+		text, truncated := capOutput(g.stages.redact(text), maxOut, "")
+		out.ioOut = ioOut{
+			SessionID: s.ID(), Output: text, Complete: true, Alive: st.Alive, Program: st.Program,
+			Busy: st.Busy, Truncated: truncated, Screen: in.Mode == "screen", ExitCode: st.ExitCode, EchoOff: st.EchoOff,
+		}
+		return textResult(out.text()), out, nil
+	default:
+		return nil, out, fmt.Errorf("mode must be new, screen or scrollback, not %q", in.Mode)
+	}
+}
+
+// ---- session_resize ----
+
+type resizeIn struct {
+	SessionID string `json:"session_id" jsonschema:"session id or name"`
+	Rows      int    `json:"rows" jsonschema:"terminal rows, 2-500"`
+	Cols      int    `json:"cols" jsonschema:"terminal columns, 10-1000"`
+}
+
+type resizeOut struct {
+	SessionID string `json:"session_id" jsonschema:"the session"`
+	Rows      int    `json:"rows" jsonschema:"terminal rows now"`
+	Cols      int    `json:"cols" jsonschema:"terminal columns now"`
+}
+
+func (g *gateway) sessionResize(ctx context.Context, req *mcp.CallToolRequest, in resizeIn) (*mcp.CallToolResult, resizeOut, error) {
+	var out resizeOut
+	s, err := g.session(in.SessionID)
+	if err != nil {
+		return nil, out, err
+	}
+	if in.Rows < minRows || in.Rows > maxRows || in.Cols < minCols || in.Cols > maxCols {
+		return nil, out, fmt.Errorf("rows must be %d-%d and cols %d-%d; got %dx%d", minRows, maxRows, minCols, maxCols, in.Rows, in.Cols)
+	}
+	if err := s.Resize(in.Rows, in.Cols); err != nil {
+		return nil, out, sendError(s, err)
+	}
+	out = resizeOut{SessionID: s.ID(), Rows: in.Rows, Cols: in.Cols}
+	return textResult(fmt.Sprintf("[session %s resized to %dx%d]", s.ID(), in.Rows, in.Cols)), out, nil
+}
+
+// ---- session_list / session_info ----
+
+type sessionInfo struct {
+	SessionID   string            `json:"session_id" jsonschema:"the session's id"`
+	Name        string            `json:"name,omitempty" jsonschema:"its name"`
+	Argv        []string          `json:"argv" jsonschema:"what was started"`
+	Cwd         string            `json:"cwd" jsonschema:"where it started"`
+	Mode        string            `json:"mode" jsonschema:"pty or pipe"`
+	Pid         int               `json:"pid" jsonschema:"the session's process id"`
+	Program     string            `json:"program" jsonschema:"the terminal's foreground program"`
+	Busy        bool              `json:"busy" jsonschema:"the foreground program is not the session's own"`
+	Alive       bool              `json:"alive" jsonschema:"the program is running"`
+	Closed      bool              `json:"closed,omitempty" jsonschema:"the session was closed"`
+	ExitCode    *int              `json:"exit_code,omitempty" jsonschema:"exit code once exited"`
+	Signal      string            `json:"signal,omitempty" jsonschema:"the signal that ended it"`
+	Rows        int               `json:"rows" jsonschema:"terminal rows"`
+	Cols        int               `json:"cols" jsonschema:"terminal columns"`
+	AltScreen   bool              `json:"alt_screen" jsonschema:"a full-screen program shows its own screen"`
+	AppCursor   bool              `json:"app_cursor" jsonschema:"application cursor-key mode"`
+	EchoOff     bool              `json:"echo_off" jsonschema:"reading with echo off (password prompt)"`
+	Integration bool              `json:"shell_integration" jsonschema:"shell integration marks in use"`
+	Title       string            `json:"title,omitempty" jsonschema:"the window title the program set"`
+	StartedAt   string            `json:"started_at" jsonschema:"RFC 3339"`
+	IdleSeconds float64           `json:"idle_seconds" jsonschema:"seconds since the last input"`
+	BytesIn     int64             `json:"bytes_in" jsonschema:"bytes sent to the terminal"`
+	BytesOut    int64             `json:"bytes_out" jsonschema:"bytes the terminal printed"`
+	Sandbox     string            `json:"sandbox" jsonschema:"the session's confinement"`
+	Stages      map[string]string `json:"stages,omitempty" jsonschema:"which gateway stages are in force"`
+}
+
+func (g *gateway) info(s *session.Session, full bool) sessionInfo {
+	st := s.Status()
+	i := sessionInfo{
+		SessionID: st.ID, Name: st.Name, Argv: st.Argv, Cwd: st.Dir, Mode: string(st.Mode), Pid: st.Pid,
+		Program: st.Program, Busy: st.Busy, Alive: st.Alive, Closed: s.Closed(), ExitCode: st.ExitCode, Signal: st.Signal,
+		Rows: st.Rows, Cols: st.Cols, AltScreen: st.AltScreen, AppCursor: st.AppCursor, EchoOff: st.EchoOff,
+		Integration: st.Integration, Title: g.stages.redact(st.Title), StartedAt: st.Started.UTC().Format(time.RFC3339),
+		IdleSeconds: s.Idle().Seconds(), BytesIn: st.BytesIn, BytesOut: st.BytesOut, Sandbox: sandboxStatus,
+	}
+	if full {
+		i.Stages = g.stages.describe()
+	}
+	return i
+}
+
+type listIn struct{}
+
+type listOut struct {
+	Sessions []sessionInfo `json:"sessions" jsonschema:"sessions, oldest first"`
+}
+
+func (g *gateway) sessionList(ctx context.Context, req *mcp.CallToolRequest, _ listIn) (*mcp.CallToolResult, listOut, error) {
+	out := listOut{Sessions: []sessionInfo{}}
+	var b strings.Builder
+	for _, s := range g.mgr.List() {
+		i := g.info(s, false)
+		out.Sessions = append(out.Sessions, i)
+		state := "alive"
+		switch {
+		case i.Closed:
+			state = "closed"
+		case !i.Alive:
+			state = "exited"
+		case i.Busy:
+			state = "busy"
+		}
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\n", i.SessionID, i.Name, i.Program, state)
+	}
+	if b.Len() == 0 {
+		b.WriteString("no sessions\n")
+	}
+	return textResult(b.String()), out, nil
+}
+
+type infoIn struct {
+	SessionID string `json:"session_id" jsonschema:"session id or name"`
+}
+
+func (g *gateway) sessionInfo(ctx context.Context, req *mcp.CallToolRequest, in infoIn) (*mcp.CallToolResult, sessionInfo, error) {
+	s, err := g.session(in.SessionID)
+	if err != nil {
+		return nil, sessionInfo{}, err
+	}
+	i := g.info(s, true)
+	return nil, i, nil
+}
+
+// ---- session_close ----
+
+type closeIn struct {
+	SessionID string `json:"session_id" jsonschema:"session id or name"`
+}
+
+type closeOut struct {
+	SessionID     string `json:"session_id" jsonschema:"the session"`
+	Closed        bool   `json:"closed" jsonschema:"the session is closed and every process of it is gone"`
+	AlreadyClosed bool   `json:"already_closed" jsonschema:"it was closed before this call"`
+	ExitCode      *int   `json:"exit_code,omitempty" jsonschema:"the program's exit code"`
+	Signal        string `json:"signal,omitempty" jsonschema:"the signal that ended it"`
+}
+
+func (g *gateway) sessionClose(ctx context.Context, req *mcp.CallToolRequest, in closeIn) (*mcp.CallToolResult, closeOut, error) {
+	var out closeOut
+	s, err := g.session(in.SessionID)
+	if err != nil {
+		return nil, out, err
+	}
+	already := s.Closed()
+	if err := g.mgr.Close(ctx, s.ID()); err != nil {
+		return nil, out, fmt.Errorf("closing session %s: %w", s.ID(), err)
+	}
+	st := s.Status()
+	out = closeOut{SessionID: s.ID(), Closed: true, AlreadyClosed: already, ExitCode: st.ExitCode, Signal: st.Signal}
+	if !already {
+		g.log.Info("session closed", "session", s.ID())
+	}
+	msg := fmt.Sprintf("[session %s closed", s.ID())
+	if already {
+		msg += " (it was already closed)"
+	}
+	if st.ExitCode != nil {
+		msg += fmt.Sprintf("; exit %d", *st.ExitCode)
+	}
+	return textResult(msg + "]"), out, nil
+}
+
+// ---- exec ----
+
+type execIn struct {
+	Command   string            `json:"command" jsonschema:"a shell command line"`
+	Cwd       string            `json:"cwd,omitempty" jsonschema:"working directory; default: the server's"`
+	Env       map[string]string `json:"env,omitempty" jsonschema:"extra environment variables"`
+	TimeoutMs int               `json:"timeout_ms,omitempty" jsonschema:"wall-clock limit; default 60000"`
+	MaxOutput int               `json:"max_output,omitempty" jsonschema:"cap on returned characters"`
+}
+
+type execOut struct {
+	Output    string    `json:"output" jsonschema:"stdout and stderr, interleaved, redacted, capped"`
+	ExitCode  int       `json:"exit_code" jsonschema:"the command's exit code (128+n when killed by signal n)"`
+	TimedOut  bool      `json:"timed_out" jsonschema:"the command was killed at timeout_ms"`
+	Truncated bool      `json:"truncated" jsonschema:"output was capped"`
+	Duration  int64     `json:"duration_ms" jsonschema:"how long it ran"`
+	Sandbox   string    `json:"sandbox" jsonschema:"the command's confinement"`
+	Decision  *Decision `json:"decision,omitempty" jsonschema:"the gate's decision"`
+}
+
+func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, execOut, error) {
+	var out execOut
+	if strings.TrimSpace(in.Command) == "" {
+		return nil, out, errors.New("command is required")
+	}
+	if err := g.checkInputSize(len(in.Command)); err != nil {
+		return nil, out, err
+	}
+	if strings.ContainsRune(in.Command, 0) || !utf8.ValidString(in.Command) {
+		return nil, out, errors.New("command must be valid UTF-8 without NUL bytes")
+	}
+	limit, err := g.timeout(in.TimeoutMs, g.cfg.ExecTimeout)
+	if err != nil {
+		return nil, out, err
+	}
+	maxOut, err := g.maxOutput(in.MaxOutput)
+	if err != nil {
+		return nil, out, err
+	}
+	cwd := in.Cwd
+	if cwd == "" {
+		if cwd, err = os.Getwd(); err != nil {
+			return nil, out, fmt.Errorf("finding the working directory: %w", err)
+		}
+	}
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+		return nil, out, fmt.Errorf("cwd %q is not a directory", in.Cwd)
+	}
+	env := append([]string{}, g.env...)
+	env = append(env, "TERMGATE_SESSION=1")
+	names := []string{}
+	for k, v := range in.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return nil, out, fmt.Errorf("env: %q is not a valid variable", k)
+		}
+		env = append(env, k+"="+v)
+		names = append(names, k)
+	}
+	gin := GateInput{
+		Action: "exec", Text: in.Command, Program: "bash",
+		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: cwd, Env: names},
+		Client: clientOf(req),
+	}
+	d, err := g.stages.gate(ctx, req, gin)
+	if err != nil {
+		return nil, out, err
+	}
+	shell, err := lookShell()
+	if err != nil {
+		return nil, out, err
+	}
+	r, err := session.Exec(ctx, []string{shell, "-c", in.Command}, cwd, env, limit, 4*g.cfg.MaxOutput)
+	if err != nil {
+		return nil, out, fmt.Errorf("exec: %w", err)
+	}
+	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, "")
+	out = execOut{
+		Output: text, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Truncated: truncated || r.Truncated,
+		Duration: r.Duration.Milliseconds(), Sandbox: sandboxStatus, Decision: &d,
+	}
+	if err := g.stages.outcome(ctx, gin, d, fmt.Sprintf("exit %d", r.ExitCode)); err != nil {
+		return nil, out, err
+	}
+	status := fmt.Sprintf("[exit %d · %d ms", r.ExitCode, out.Duration)
+	if r.TimedOut {
+		status += fmt.Sprintf(" · killed at the %s limit", limit)
+	}
+	return textResult(withNL(text) + status + "]"), out, nil
+}
+
+func lookShell() (string, error) {
+	for _, p := range []string{"/bin/bash", "/usr/bin/bash", "/bin/sh"} {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+	}
+	return "", errors.New("no shell found for exec (/bin/bash or /bin/sh)")
+}

@@ -1,0 +1,121 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// ExecResult is the outcome of Exec.
+type ExecResult struct {
+	Output    string
+	ExitCode  int
+	TimedOut  bool
+	Truncated bool // output beyond the byte budget was dropped from the middle
+	Duration  time.Duration
+}
+
+// Exec runs argv to completion in its own session with stdout and stderr
+// merged, killing its whole process tree at the time limit. At most maxBytes
+// of output are kept: the head and the tail, with the middle dropped.
+func Exec(ctx context.Context, argv []string, dir string, env []string, limit time.Duration, maxBytes int) (ExecResult, error) {
+	if len(argv) == 0 {
+		return ExecResult{}, errors.New("no command")
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, env
+	// A background process that keeps the output pipe open must not hold
+	// the call: after the command exits, its pipe is closed and the rest
+	// of its tree killed.
+	cmd.WaitDelay = 200 * time.Millisecond
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	defer devnull.Close()
+	cmd.Stdin = devnull
+	buf := &headTail{max: maxBytes}
+	cmd.Stdout, cmd.Stderr = buf, buf
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return ExecResult{}, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	pid := cmd.Process.Pid
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	var res ExecResult
+	var werr error
+	select {
+	case werr = <-done:
+	case <-timer.C:
+		res.TimedOut = true
+	case <-ctx.Done():
+		res.TimedOut = true
+	}
+	// Whatever the command left running in its session goes with it.
+	signalTree(pid, syscall.SIGKILL)
+	if res.TimedOut {
+		werr = <-done
+	}
+	res.Duration = time.Since(start)
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.ExitCode = 128 + int(ws.Signal())
+		} else {
+			res.ExitCode = ee.ExitCode()
+		}
+	} else if werr != nil {
+		return res, werr
+	}
+	res.Output, res.Truncated = buf.String()
+	return res, nil
+}
+
+// headTail keeps the first and last max/2 bytes written to it.
+type headTail struct {
+	max     int
+	head    []byte
+	tail    []byte // ring
+	tailPos int
+	dropped int64
+}
+
+func (h *headTail) Write(p []byte) (int, error) {
+	n := len(p)
+	half := h.max / 2
+	if room := half - len(h.head); room > 0 {
+		k := min(room, len(p))
+		h.head = append(h.head, p[:k]...)
+		p = p[k:]
+	}
+	for len(p) > 0 {
+		if len(h.tail) < half {
+			k := min(half-len(h.tail), len(p))
+			h.tail = append(h.tail, p[:k]...)
+			p = p[k:]
+			continue
+		}
+		k := min(half-h.tailPos, len(p))
+		copy(h.tail[h.tailPos:], p[:k])
+		h.dropped += int64(k)
+		h.tailPos = (h.tailPos + k) % half
+		p = p[k:]
+	}
+	return n, nil
+}
+
+func (h *headTail) String() (string, bool) {
+	if h.dropped == 0 {
+		return string(h.head) + string(h.tail), false
+	}
+	t := append(append([]byte{}, h.tail[h.tailPos:]...), h.tail[:h.tailPos]...)
+	return string(h.head) + fmt.Sprintf("\n[... %d bytes dropped ...]\n", h.dropped) + string(t), true
+}

@@ -1,0 +1,134 @@
+package session
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// procStat is what /proc/PID/stat says of a process that matters here.
+type procStat struct {
+	pid, ppid, pgrp, sid int
+	state                byte
+}
+
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	return parseStat(b)
+}
+
+// parseStat parses /proc/PID/stat; the command name may hold spaces and
+// parentheses, so fields are counted from the last ')'.
+func parseStat(b []byte) (procStat, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return procStat{}, false
+	}
+	pid, _ := strconv.Atoi(string(bytes.TrimSpace(b[:bytes.IndexByte(b, '(')])))
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 4 {
+		return procStat{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	pgrp, _ := strconv.Atoi(f[2])
+	sid, _ := strconv.Atoi(f[3])
+	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, sid: sid, state: f[0][0]}, true
+}
+
+// sessionTree returns the live (not zombie) processes that belong to the
+// session led by sid, and every descendant of them, whatever session or
+// process group they moved to.
+func sessionTree(sid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var all []procStat
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(pid); ok {
+			all = append(all, st)
+		}
+	}
+	in := map[int]bool{}
+	for _, p := range all {
+		if p.sid == sid || p.pid == sid {
+			in[p.pid] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, p := range all {
+			if !in[p.pid] && in[p.ppid] {
+				in[p.pid] = true
+				changed = true
+			}
+		}
+	}
+	var out []int
+	for _, p := range all {
+		if in[p.pid] && p.state != 'Z' && p.state != 'X' {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
+
+// signalTree sends sig to every process of the session tree and reports how
+// many it found.
+func signalTree(sid int, sig syscall.Signal) int {
+	pids := sessionTree(sid)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, sig)
+	}
+	return len(pids)
+}
+
+// foreground returns the foreground process group of the terminal whose
+// master is fd and the name of its leader ("" when unknown).
+func foreground(fd uintptr) (int, string) {
+	pgid, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
+	if err != nil || pgid <= 0 {
+		return 0, ""
+	}
+	return pgid, procName(pgid)
+}
+
+// procName returns a process's program name: the base name of its
+// executable as it was run (argv[0]), which survives interpreters such as
+// pyenv shims better than comm, falling back to comm.
+func procName(pid int) string {
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && len(b) > 0 {
+		arg0, _, _ := bytes.Cut(b, []byte{0})
+		if name := filepath.Base(string(arg0)); name != "" && name != "." {
+			return strings.TrimPrefix(name, "-") // login shells are "-bash"
+		}
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// echoOff reports whether the terminal is reading a line with echo off: a
+// password prompt (getpass, sudo, ssh, psql). Programs that do their own
+// echo in raw mode (readline, vim) turn ICANON off too and do not count.
+func echoOff(fd uintptr) bool {
+	t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+	if err != nil {
+		return false
+	}
+	return t.Lflag&unix.ECHO == 0 && t.Lflag&unix.ICANON != 0
+}
