@@ -112,9 +112,9 @@ type Mark struct {
 	Seq      int64 // 1 for the first mark a screen ever saw
 	Kind     MarkKind
 	Pos      Pos
-	ExitCode int  // for MarkCommandEnded
-	HasCode  bool // the mark carried an exit code
-	OnAlt    bool // arrived while the alternate screen was shown
+	ExitCode int    // for MarkCommandEnded
+	HasCode  bool   // the mark carried an exit code
+	OnAlt    bool   // arrived while the alternate screen was shown
 	Extra    string // the mark's other parameters, e.g. "k=s" for a secondary prompt
 }
 
