@@ -323,7 +323,13 @@ func colToIndex(t string, col int) int {
 func (s *Screen) LineText() string {
 	l := s.grid()[s.y]
 	end := min(s.x, len(l.cells))
-	return strings.TrimRight(cellsText(l.cells[:end]), "\x00")
+	var b strings.Builder
+	for _, r := range l.cells[:end] {
+		if r != wideTail {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // Render returns the visible screen, one line per row, trailing blanks

@@ -450,9 +450,9 @@ func (s *Session) WaitStart(ctx context.Context, o WaitOpts) (Result, error) {
 		// Learn the prompt: the text before the cursor once the program
 		// has gone quiet at start is what it prints when it wants input.
 		s.mu.Lock()
-		if p := strings.TrimLeft(s.screen.LineText(), " "); p != "" && len(p) <= 64 && !s.screen.AltScreen() {
+		if p := s.screen.LineText(); strings.TrimSpace(p) != "" && len(p) <= 64 && !s.screen.AltScreen() {
 			s.learned = p
-			r.Prompt = p
+			r.Prompt = strings.TrimRight(p, " ")
 			if i := strings.LastIndex(r.Output, "\n"); i >= 0 && strings.TrimSpace(r.Output[i+1:]) == strings.TrimSpace(p) {
 				r.Output = r.Output[:i]
 			} else if strings.TrimSpace(r.Output) == strings.TrimSpace(p) {
@@ -658,13 +658,14 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 		return st, 0
 	}
 
-	// 4. Quiet period, only where nothing better can tell: a shell that
+	// 4. Quiet period, only where nothing better can tell. A shell that
 	// reports its commands' ends, or a REPL whose prompt we know, is still
-	// working until it says so, unless it printed a question and waits
-	// (read -p, input("name? ")).
-	line := s.screen.LineText()
+	// working until it says so, unless the screen shows a question that
+	// waits for an answer (read -p, input("name? "), a remote prompt over
+	// ssh) or a full-screen program (vim, top, less).
+	line := strings.TrimSpace(s.screen.LineText())
 	waiting := line != "" && (cursor.Line > p.start.Line || p.startup || cursor.Col > p.start.Col)
-	reportsEnd := s.integration && (isShell(program) || program == "") || familyOf(program) != nil && s.spec.Mode == ModePTY
+	reportsEnd := s.integration || familyOf(program) != nil && s.spec.Mode == ModePTY
 	if reportsEnd && !waiting && !s.screen.AltScreen() {
 		return st, 0
 	}
@@ -698,7 +699,7 @@ func (s *Session) renderLocked(st state, fresh bool) Result {
 		Complete:   st.completion != CompletionTimeout,
 		Completion: st.completion,
 		ExitCode:   st.exitCode,
-		Prompt:     st.prompt,
+		Prompt:     strings.TrimRight(st.prompt, " "),
 		Continued:  st.continued,
 	}
 	if s.pending != nil && s.pending.idle {
@@ -730,7 +731,7 @@ func (s *Session) renderLocked(st state, fresh bool) Result {
 				} else if text == strings.TrimRight(line, " ") {
 					text = ""
 				}
-				r.Prompt = line
+				r.Prompt = strings.TrimRight(line, " ")
 			}
 		}
 	}
