@@ -333,7 +333,7 @@ func (s *Screen) LineText() string {
 }
 
 // Render returns the visible screen, one line per row, trailing blanks
-// trimmed and trailing empty rows dropped.
+// trimmed and trailing empty rows dropped (Cursor tells where the cursor is).
 func (s *Screen) Render() string {
 	g := s.grid()
 	lines := make([]string, len(g))
@@ -343,9 +343,6 @@ func (s *Screen) Render() string {
 		if lines[i] != "" {
 			last = i
 		}
-	}
-	if s.y > last {
-		last = s.y
 	}
 	return strings.Join(lines[:last+1], "\n")
 }

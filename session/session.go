@@ -548,7 +548,9 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 
 	if o.WaitFor != nil {
 		text, _ := s.screen.Text(p.start, cursor)
-		text = stripEcho(text, p.input)
+		if s.spec.Mode == ModePTY {
+			text = stripEcho(text, p.input)
+		}
 		if o.WaitFor.MatchString(text) {
 			st.done, st.completion = true, CompletionPattern
 			return st, 0
@@ -716,7 +718,7 @@ func (s *Session) renderLocked(st state, fresh bool) Result {
 	}
 	text, lost := s.screen.Text(st.from, st.to)
 	r.LostLines = lost
-	if fresh && st.completion != CompletionCommandFinished {
+	if fresh && s.spec.Mode == ModePTY && st.completion != CompletionCommandFinished {
 		text = stripEcho(text, s.pending.input)
 	} else if st.completion == CompletionCommandFinished {
 		text = strings.TrimPrefix(text, "\n")
