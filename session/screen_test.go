@@ -188,3 +188,19 @@ func FuzzScreen(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkScreenWrite measures how fast the screen digests typical
+// terminal output: coloured lines that scroll.
+func BenchmarkScreenWrite(b *testing.B) {
+	var buf strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&buf, "\x1b[32m%6d\x1b[0m  -rw-r--r-- 1 user user  4096 Nov 22 10:00 file-%d.go\r\n", i, i)
+	}
+	data := []byte(buf.String())
+	s := NewScreen(24, 80, DefaultScrollback, nil)
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		s.Write(data)
+	}
+}

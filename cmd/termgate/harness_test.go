@@ -27,7 +27,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "termgate")
-	build := exec.Command("go", "build", "-o", binPath, ".")
+	args := []string{"build", "-o", binPath}
+	if os.Getenv("TERMGATE_TEST_RACE") != "" {
+		args = append(args, "-race") // the server under test runs with the race detector too
+	}
+	build := exec.Command("go", append(args, ".")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building termgate:", err)
@@ -53,7 +57,8 @@ func startServer(t testing.TB, flags ...string) *server {
 	cmd.Dir = t.TempDir()
 	var log strings.Builder
 	cmd.Stderr = &lockedWriter{b: &log}
-	cmd.Env = append(os.Environ(), "HOME="+cmd.Dir) // no user rc files leak into tests
+	// No user rc files leak into tests; a data race in the server halts it.
+	cmd.Env = append(os.Environ(), "HOME="+cmd.Dir, "GORACE=halt_on_error=1")
 	client := mcp.NewClient(&mcp.Implementation{Name: "termgate-test", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
