@@ -667,7 +667,7 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 	// ssh) or a full-screen program (vim, top, less).
 	line := strings.TrimSpace(s.screen.LineText())
 	waiting := line != "" && (cursor.Line > p.start.Line || p.startup || cursor.Col > p.start.Col)
-	reportsEnd := s.integration || familyOf(program) != nil && s.spec.Mode == ModePTY
+	reportsEnd := s.integration || s.learned != "" || familyOf(program) != nil && s.spec.Mode == ModePTY
 	if reportsEnd && !waiting && !s.screen.AltScreen() {
 		return st, 0
 	}

@@ -271,3 +271,23 @@ func TestParseKey(t *testing.T) {
 		}
 	}
 }
+
+func TestKnownPrompts(t *testing.T) {
+	for _, c := range []struct {
+		program, line string
+		match         bool
+	}{
+		{"python3", ">>> ", true}, {"python3.11", "... ", true}, {"python3", "result ", false},
+		{"node", "> ", true}, {"psql", "postgres=# ", true}, {"psql", "mydb-> ", true}, {"psql", "app(# ", true},
+		{"mysql", "mysql> ", true}, {"mysql", "    -> ", true}, {"mariadb", "MariaDB [test]> ", true},
+		{"sqlite3", "sqlite> ", true}, {"sqlite3", "   ...> ", true}, {"redis-cli", "127.0.0.1:6379> ", true},
+		{"redis-cli", "127.0.0.1:6379[2]> ", true}, {"gdb", "(gdb) ", true}, {"irb", "irb(main):001:0> ", true},
+		{"irb", "irb(main):002> ", true}, {"mongosh", "test> ", true}, {"vim", ">>> ", false},
+	} {
+		fam := familyOf(c.program)
+		got := fam != nil && fam.prompt.MatchString(c.line)
+		if got != c.match {
+			t.Errorf("%s %q: match %v, want %v", c.program, c.line, got, c.match)
+		}
+	}
+}

@@ -573,3 +573,57 @@ func vmHWM(t testing.TB, pid int) int64 {
 	t.Fatal("no VmHWM")
 	return 0
 }
+
+func TestZshShellIntegration(t *testing.T) {
+	if _, err := exec.LookPath("zsh"); err != nil {
+		t.Skip("zsh is not installed (scripts/dev deps installs it)")
+	}
+	s := startServer(t)
+	id := s.start(map[string]any{"argv": []string{"zsh"}})
+	r := s.send(id, "echo from zsh")
+	wantOutput(t, r, "from zsh")
+	if str(r, "completion") != "command_finished" || exitCode(t, r) != 0 {
+		t.Fatalf("zsh echo: %v", r)
+	}
+	if got := exitCode(t, s.send(id, "(exit 9)")); got != 9 {
+		t.Fatalf("zsh exit code %d, want 9", got)
+	}
+	s.send(id, "cd /tmp")
+	wantOutput(t, s.send(id, "pwd"), "/tmp")
+}
+
+// TestLearnedPrompt: a shell without integration (dash) completes on the
+// prompt it showed at start.
+func TestLearnedPrompt(t *testing.T) {
+	s := startServer(t)
+	out := s.ok("session_start", map[string]any{"argv": []string{"sh"}, "env": map[string]string{"PS1": "dash-prompt$ "}})
+	if str(out, "prompt") != "dash-prompt$" || out["shell_integration"] != false {
+		t.Fatalf("start: %v", out)
+	}
+	id := str(out, "session_id")
+	r := s.send(id, "echo learned; sleep 0.5; echo done")
+	wantOutput(t, r, "learned\ndone")
+	if str(r, "completion") != "prompt" {
+		t.Fatalf("completion: %v", r)
+	}
+}
+
+func TestNodeAndGdbPrompts(t *testing.T) {
+	s := startServer(t)
+	if _, err := exec.LookPath("node"); err == nil {
+		id := s.start(map[string]any{"argv": []string{"node"}})
+		r := s.send(id, "[1,2,3].map(x => x * 2).join('-')")
+		wantOutput(t, r, "'2-4-6'")
+		if str(r, "completion") != "prompt" {
+			t.Fatalf("node: %v", r)
+		}
+	}
+	if _, err := exec.LookPath("gdb"); err == nil {
+		id := s.start(map[string]any{"argv": []string{"gdb", "-q", "-nx"}})
+		r := s.send(id, "print 6*7")
+		wantOutput(t, r, "$1 = 42")
+		if str(r, "completion") != "prompt" || str(r, "prompt") != "(gdb)" {
+			t.Fatalf("gdb: %v", r)
+		}
+	}
+}
