@@ -29,6 +29,8 @@ type Config struct {
 	ExecTimeout    time.Duration // wall-clock limit of the exec tool by default
 	LogLevel       string
 	LogFile        string
+	PolicyDir      string        // bundle directory or .tar.gz; empty: the embedded default
+	PolicyReload   time.Duration // how often to check the bundle for changes; 0: never
 }
 
 func defaultConfig() Config {
@@ -46,6 +48,7 @@ func defaultConfig() Config {
 		Quiet:          300 * time.Millisecond,
 		ExecTimeout:    60 * time.Second,
 		LogLevel:       "info",
+		PolicyReload:   2 * time.Second,
 	}
 }
 
@@ -63,6 +66,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ExecTimeout, "exec-timeout", c.ExecTimeout, "wall-clock limit of the exec tool by default")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFile, "log-file", c.LogFile, "write the server's log here (0600, appended) instead of stderr")
+	fs.StringVar(&c.PolicyDir, "policy-dir", c.PolicyDir, "policy bundle: a directory or an OPA .tar.gz bundle (default: the embedded bundle)")
+	fs.DurationVar(&c.PolicyReload, "policy-reload", c.PolicyReload, "check the policy bundle for changes this often and reload it (0: never)")
 }
 
 // envName is a flag's environment twin.
@@ -110,6 +115,7 @@ func (c Config) validate() error {
 	check(c.Quiet >= 10*time.Millisecond, "--quiet must be at least 10ms")
 	check(c.ExecTimeout > 0, "--exec-timeout must be positive")
 	check(c.Shell != "", "--shell must name a program")
+	check(c.PolicyReload >= 0, "--policy-reload must not be negative")
 	return errors.Join(errs...)
 }
 

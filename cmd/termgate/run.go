@@ -15,13 +15,26 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/termgate/termgate/policies"
+	"github.com/termgate/termgate/policy"
 	"github.com/termgate/termgate/session"
 )
+
+func policySource(dir string) policy.Source {
+	if dir == "" {
+		return policy.Source{FS: policies.FS}
+	}
+	return policy.Source{Dir: dir}
+}
 
 const usage = `termgate: an MCP server for persistent, interactive terminal sessions
 
 usage:
   termgate [serve] [flags]   serve MCP over stdio (the default)
+  termgate policy eval [--policy-dir D] [--program P] [--action A] [--jsonl] [TEXT]
+                             print the decision for TEXT (or for each input document on stdin)
+  termgate policy test [--policy-dir D] [-v]
+                             run the bundle's Rego tests
   termgate version           print the version
   termgate help              this text; "termgate serve -h" lists the flags
 
@@ -37,6 +50,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	switch cmd {
 	case "serve":
 		return serveMain(args, stdin, stdout, stderr, getenv)
+	case "policy":
+		return policyMain(args, stdin, stdout, stderr, getenv)
 	case "version":
 		fmt.Fprintln(stdout, "termgate", version())
 		return 0
@@ -93,9 +108,32 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
 
-	gw := newGateway(cfg, logger, Stages{})
+	engine, err := policy.New(ctx, policySource(cfg.PolicyDir))
+	if err != nil {
+		return err
+	}
+	b := engine.Bundle()
+	logger.Info("policy loaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash)
+	gw := newGateway(cfg, logger, Stages{Decider: engineDecider{engine}})
 	defer gw.shutdown()
 	srv := gw.server()
+
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if cfg.PolicyReload <= 0 {
+			return
+		}
+		engine.Watch(watchCtx, cfg.PolicyReload, func(b *policy.Bundle, err error) {
+			if err != nil {
+				logger.Error("policy reload rejected; the last good bundle stays in force", "err", err, "revision", engine.Bundle().Revision)
+				return
+			}
+			logger.Info("policy reloaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash)
+		})
+	}()
+	defer func() { stopWatch(); <-watched }()
 
 	logger.Info("termgate serving on stdio", "version", version(), "stages", gw.stages.describe())
 	err = srv.Run(ctx, &lineTransport{in: stdin, out: stdout, maxLine: 4 * cfg.MaxInput, log: logger})

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+
+	"github.com/termgate/termgate/policy"
+)
+
+// engineDecider adapts the policy engine to the pipeline's Decider seam.
+type engineDecider struct{ e *policy.Engine }
+
+func (d engineDecider) Name() string { return d.e.Name() }
+
+func (d engineDecider) Decide(ctx context.Context, in GateInput) (Decision, error) {
+	pin := policy.Input{
+		Action:  in.Action,
+		Text:    in.Text,
+		Program: in.Program,
+		Secret:  in.Secret,
+		Client:  policy.Client{Name: in.Client.Name, Version: in.Client.Version},
+	}
+	if in.Secret {
+		pin.Text = "" // secret input is never shown to the policy as text
+	}
+	if in.Session != nil {
+		pin.Session = &policy.Session{ID: in.Session.ID, Name: in.Session.Name, Argv: in.Session.Argv, Cwd: in.Session.Cwd, Profile: "default"}
+	}
+	if in.Start != nil {
+		env := in.Start.Env
+		if env == nil {
+			env = []string{}
+		}
+		pin.Start = &policy.Start{Argv: in.Start.Argv, Cwd: in.Start.Cwd, Env: env}
+	}
+	pd, err := d.e.Decide(ctx, pin)
+	return Decision{Action: pd.Action, Rule: pd.Rule, Reason: pd.Reason, Severity: pd.Severity, Profile: pd.Profile}, err
+}

@@ -1,0 +1,556 @@
+package termgate
+
+# ---- input that cannot be judged as text ----
+
+finding contains {
+	"rule": "input.unparseable",
+	"action": "confirm",
+	"severity": "medium",
+	"reason": sprintf("the line does not parse as shell (%s): it cannot be judged reliably", [input.shell.parse_error]),
+} if {
+	input.shell.parse_error != ""
+	not input.shell.embedded
+}
+
+finding contains {
+	"rule": "shell.dynamic_command",
+	"action": "confirm",
+	"severity": "high",
+	"reason": sprintf("the command name %q is computed at run time", [c.name]),
+} if {
+	some c in commands
+	c.dynamic
+	contains(c.name, "$")
+}
+
+# ---- recursive / forced delete ----
+
+finding contains {
+	"rule": "fs.rm_protected",
+	"action": "deny",
+	"severity": "critical",
+	"reason": sprintf("recursive delete of %s", [p]),
+} if {
+	some c in commands
+	c.name in {"rm", "rmdir"}
+	has_flag(c, "r", "--recursive")
+	some p in operands(c)
+	protected(p)
+}
+
+finding contains {
+	"rule": "fs.rm_protected",
+	"action": "deny",
+	"severity": "critical",
+	"reason": sprintf("recursive delete of %s", [p]),
+} if {
+	some c in commands
+	c.name == "rm"
+	has_flag(c, "R", "--recursive")
+	some p in operands(c)
+	protected(p)
+}
+
+finding contains {
+	"rule": "fs.rm_no_preserve_root",
+	"action": "deny",
+	"severity": "critical",
+	"reason": "rm --no-preserve-root",
+} if {
+	some c in commands
+	c.name == "rm"
+	"--no-preserve-root" in c.args
+}
+
+finding contains {
+	"rule": "fs.rm_recursive_outside",
+	"action": "confirm",
+	"severity": "medium",
+	"reason": sprintf("recursive delete of %s, outside the working directory", [p]),
+} if {
+	some c in commands
+	c.name == "rm"
+	recursive_rm(c)
+	some p in operands(c)
+	not protected(p)
+	outside_cwd(p)
+}
+
+recursive_rm(c) if has_flag(c, "r", "--recursive")
+
+recursive_rm(c) if has_flag(c, "R", "--recursive")
+
+outside_cwd(p) if startswith(p, "/")
+
+outside_cwd(p) if startswith(p, "~")
+
+outside_cwd(p) if startswith(p, "$")
+
+outside_cwd(p) if contains(concat("", ["/", p, "/"]), "/../")
+
+finding contains {
+	"rule": "fs.find_delete",
+	"action": "confirm",
+	"severity": "high",
+	"reason": sprintf("find -delete under %s", [p]),
+} if {
+	some c in commands
+	c.name == "find"
+	"-delete" in c.args
+	some p in operands(c)
+	outside_cwd(p)
+}
+
+# ---- disks, raw devices, mounts ----
+
+finding contains {
+	"rule": "disk.format",
+	"action": "deny",
+	"severity": "critical",
+	"reason": sprintf("%s changes disks or filesystems", [c.name]),
+} if {
+	some c in commands
+	disk_command(c.name)
+}
+
+disk_command(n) if n in cfg.disk_commands
+
+disk_command(n) if startswith(n, "mkfs.")
+
+finding contains {
+	"rule": "disk.raw_write",
+	"action": "deny",
+	"severity": "critical",
+	"reason": sprintf("writes to the raw device %s", [t]),
+} if {
+	some t in write_targets
+	some prefix in cfg.raw_device_prefixes
+	startswith(t, prefix)
+}
+
+finding contains {
+	"rule": "disk.mount",
+	"action": "confirm",
+	"severity": "high",
+	"reason": sprintf("%s changes what is mounted", [c.name]),
+} if {
+	some c in commands
+	c.name in cfg.mount_commands
+	count(c.args) > 0
+}
+
+# ---- power, services, processes ----
+
+finding contains {
+	"rule": "system.power",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("%s stops or restarts the machine", [c.name]),
+} if {
+	some c in commands
+	c.name in cfg.power_commands
+}
+
+finding contains {
+	"rule": "system.power",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("%s %s stops or restarts the machine", [c.name, c.args[0]]),
+} if {
+	some c in commands
+	c.name in {"init", "telinit"}
+	c.args[0] in {"0", "6", "1", "s", "S"}
+}
+
+finding contains {
+	"rule": "system.power",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("systemctl %s stops or restarts the machine", [c.args[0]]),
+} if {
+	some c in commands
+	c.name == "systemctl"
+	c.args[0] in {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "emergency", "rescue"}
+}
+
+finding contains {
+	"rule": "system.service_stop",
+	"action": "confirm",
+	"severity": "medium",
+	"reason": sprintf("systemctl %s changes a service", [verb]),
+} if {
+	some c in commands
+	c.name in {"systemctl", "service"}
+	some verb in c.args
+	verb in {"stop", "disable", "mask", "restart", "kill", "isolate"}
+}
+
+finding contains {
+	"rule": "process.kill_broad",
+	"action": "deny",
+	"severity": "high",
+	"reason": "kill of every process (-1) or of init",
+} if {
+	some c in commands
+	c.name == "kill"
+	some a in operands_or_negative(c)
+	a in {"-1", "1", "0"}
+}
+
+operands_or_negative(c) := [a | some a in c.args; regex.match(`^-?[0-9]+$`, a)]
+
+finding contains {
+	"rule": "process.kill_by_name",
+	"action": "confirm",
+	"severity": "medium",
+	"reason": sprintf("%s kills processes by name", [c.name]),
+} if {
+	some c in commands
+	c.name in {"killall", "pkill", "killall5"}
+}
+
+finding contains {
+	"rule": "process.fork_bomb",
+	"action": "deny",
+	"severity": "critical",
+	"reason": sprintf("the function %q calls itself: a fork bomb", [input.shell.recursive_functions[0]]),
+} if {
+	count(input.shell.recursive_functions) > 0
+	input.shell.background
+}
+
+finding contains {
+	"rule": "system.cron_wipe",
+	"action": "confirm",
+	"severity": "medium",
+	"reason": "crontab -r deletes every scheduled job",
+} if {
+	some c in commands
+	c.name == "crontab"
+	has_flag(c, "r", "--remove")
+}
+
+# ---- privilege and accounts ----
+
+finding contains {
+	"rule": "privilege.escalation",
+	"action": "confirm",
+	"severity": "high",
+	"reason": sprintf("%s runs a command with other privileges", [c.name]),
+} if {
+	some c in commands
+	c.name in cfg.privilege_commands
+}
+
+finding contains {
+	"rule": "privilege.accounts",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("%s changes accounts, passwords or capabilities", [c.name]),
+} if {
+	some c in commands
+	c.name in cfg.account_commands
+}
+
+# ---- permissions ----
+
+finding contains {
+	"rule": "perm.world_writable",
+	"action": "confirm",
+	"severity": "high",
+	"reason": sprintf("chmod %s makes files writable by everyone", [mode]),
+} if {
+	some c in commands
+	c.name == "chmod"
+	some mode in c.args
+	world_writable(mode)
+}
+
+world_writable(m) if regex.match(`^[0-7]?[0-7][0-7][2367]$`, m)
+
+world_writable(m) if regex.match(`^[ugoa]*[oa][ugoa]*[+=][rwxXst]*w`, m)
+
+world_writable(m) if regex.match(`^\+[rwxXst]*w`, m)
+
+finding contains {
+	"rule": "perm.recursive_protected",
+	"action": "deny",
+	"severity": "critical",
+	"reason": sprintf("%s -R on %s", [c.name, p]),
+} if {
+	some c in commands
+	c.name in {"chmod", "chown", "chgrp", "setfacl"}
+	has_flag(c, "R", "--recursive")
+	some p in operands(c)
+	protected(p)
+}
+
+# ---- remote code execution ----
+
+finding contains {
+	"rule": "rce.pipe_to_shell",
+	"action": "deny",
+	"severity": "critical",
+	"reason": sprintf("output of %s is piped into an interpreter", [c.name]),
+} if {
+	input.shell.pipe_to_interpreter
+	some c in commands
+	c.name in cfg.fetchers
+}
+
+finding contains {
+	"rule": "rce.fetch_and_run",
+	"action": "deny",
+	"severity": "critical",
+	"reason": sprintf("%s output runs as code (process substitution or eval)", [c.name]),
+} if {
+	some c in commands
+	c.name in cfg.fetchers
+	some i in commands
+	i.name in cfg.interpreters
+	fetched_into(i)
+}
+
+fetched_into(_) if input.shell.process_substitution
+
+fetched_into(_) if input.shell.eval
+
+fetched_into(i) if {
+	input.shell.substitutions
+	i.dynamic
+}
+
+finding contains {
+	"rule": "rce.decode_and_run",
+	"action": "deny",
+	"severity": "critical",
+	"reason": "a decoded payload is piped into an interpreter",
+} if {
+	input.shell.decode_to_interpreter
+}
+
+finding contains {
+	"rule": "rce.pipe_to_interpreter",
+	"action": "confirm",
+	"severity": "high",
+	"reason": "output is piped into a shell or interpreter",
+} if {
+	input.shell.pipe_to_interpreter
+	not input.shell.decode_to_interpreter
+}
+
+# ---- sensitive files ----
+
+finding contains {
+	"rule": "file.sensitive_write",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("writes to %s", [t]),
+} if {
+	some t in write_targets
+	sensitive_path(t)
+}
+
+finding contains {
+	"rule": "file.secret_read",
+	"action": "confirm",
+	"severity": "high",
+	"reason": sprintf("reads %s", [a]),
+} if {
+	some c in commands
+	some a in array.concat(c.args, [r.target | some r in c.redirects])
+	a in cfg.sensitive_read_paths
+}
+
+# ---- network ----
+
+finding contains {
+	"rule": "net.firewall",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("%s flushes or disables the firewall", [c.name]),
+} if {
+	some c in commands
+	c.name in cfg.firewall_commands
+	firewall_off(c)
+}
+
+firewall_off(c) if has_flag(c, "F", "--flush")
+
+firewall_off(c) if has_flag(c, "X", "--delete-chain")
+
+firewall_off(c) if {
+	c.name == "nft"
+	"flush" in c.args
+}
+
+firewall_off(c) if {
+	c.name == "ufw"
+	some a in c.args
+	a in {"disable", "reset"}
+}
+
+firewall_off(c) if {
+	c.name == "firewall-cmd"
+	"--panic-off" in c.args
+}
+
+finding contains {
+	"rule": "net.cloud_metadata",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("reaches the cloud metadata endpoint %s", [e]),
+} if {
+	some e in cfg.metadata_endpoints
+	contains(lower(input.text), e)
+}
+
+# ---- git ----
+
+finding contains {
+	"rule": "git.destructive",
+	"action": "confirm",
+	"severity": "medium",
+	"reason": sprintf("git %s discards work", [concat(" ", c.args)]),
+} if {
+	some c in commands
+	c.name == "git"
+	git_destructive(c)
+}
+
+git_destructive(c) if {
+	"reset" in c.args
+	"--hard" in c.args
+}
+
+git_destructive(c) if {
+	"push" in c.args
+	some a in c.args
+	a in {"-f", "--force", "--force-with-lease", "--mirror", "--delete", "-d"}
+}
+
+git_destructive(c) if {
+	"push" in c.args
+	some a in c.args
+	startswith(a, "+")
+}
+
+git_destructive(c) if {
+	"clean" in c.args
+	has_flag(c, "f", "--force")
+}
+
+git_destructive(c) if {
+	"branch" in c.args
+	has_flag(c, "D", "")
+}
+
+git_destructive(c) if {
+	"checkout" in c.args
+	"--" in c.args
+	"." in c.args
+}
+
+finding contains {
+	"rule": "git.config_exec",
+	"action": "deny",
+	"severity": "high",
+	"reason": "git options that run arbitrary programs",
+} if {
+	some c in commands
+	c.name == "git"
+	some a in c.args
+	git_exec_option(a)
+}
+
+git_exec_option(a) if startswith(a, "--upload-pack")
+
+git_exec_option(a) if startswith(a, "--receive-pack")
+
+git_exec_option(a) if startswith(a, "ext::")
+
+git_exec_option(a) if regex.match(`^(core\.(hooksPath|sshCommand|pager|editor|fsmonitor)|protocol\.ext\.allow)=`, a)
+
+# ---- containers ----
+
+finding contains {
+	"rule": "container.host_escape",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("%s %s reaches the container host", [c.name, a]),
+} if {
+	some c in commands
+	c.name in {"docker", "podman", "nerdctl"}
+	some a in c.args
+	container_escape_arg(a)
+}
+
+container_escape_arg(a) if a in {"--privileged", "--pid=host", "--net=host", "--network=host", "--ipc=host", "--userns=host", "-H", "--host"}
+
+container_escape_arg(a) if regex.match(`^(-v|--volume=?)?/(:|var/run/docker\.sock|run/docker\.sock)`, a)
+
+container_escape_arg(a) if startswith(a, "--cap-add")
+
+finding contains {
+	"rule": "container.host_escape",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("%s enters another namespace or root", [c.name]),
+} if {
+	some c in commands
+	c.name in {"nsenter", "unshare", "chroot", "pivot_root"}
+}
+
+finding contains {
+	"rule": "container.host_escape",
+	"action": "deny",
+	"severity": "high",
+	"reason": "DOCKER_HOST points docker at another engine",
+} if {
+	some c in commands
+	"DOCKER_HOST" in c.assigns
+}
+
+# ---- the gateway itself ----
+
+finding contains {
+	"rule": "self.tamper",
+	"action": "deny",
+	"severity": "critical",
+	"reason": sprintf("%s targets the gateway", [c.name]),
+} if {
+	some c in commands
+	c.name in {"kill", "pkill", "killall", "systemctl", "service"}
+	some a in c.args
+	gateway_ref(a)
+}
+
+gateway_ref(a) if {
+	some n in cfg.gateway_names
+	contains(lower(a), n)
+}
+
+gateway_ref(a) if contains(a, "PPID")
+
+finding contains {
+	"rule": "self.tamper",
+	"action": "deny",
+	"severity": "critical",
+	"reason": "TERMGATE_ settings are the operator's",
+} if {
+	some c in commands
+	some a in c.assigns
+	startswith(a, "TERMGATE_")
+}
+
+finding contains {
+	"rule": "fs.rm_unknown_targets",
+	"action": "confirm",
+	"severity": "high",
+	"reason": "recursive delete of paths read at run time (xargs)",
+} if {
+	some c in commands
+	c.name == "rm"
+	recursive_rm(c)
+	"xargs" in c.wrappers
+}

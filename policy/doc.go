@@ -1,0 +1,49 @@
+// Package policy judges every input before it reaches a terminal, with a
+// Rego policy bundle evaluated by OPA.
+//
+// # Contract
+//
+// The engine evaluates the query data.termgate.decision with this input
+// document:
+//
+//	{
+//	  "action":  "start | input | keys | exec",
+//	  "text":    "the line that will run",
+//	  "program": "bash",                       // the terminal's foreground program
+//	  "shell":   {"commands": [{"name": "rm", "args": ["-rf", "/"], "path": "", "wrappers": ["sudo"],
+//	               "dynamic": false, "redirects": [{"op": ">", "target": "/etc/x"}], "assigns": []}],
+//	              "pipes": false, "pipe_to_interpreter": false, "decode_to_interpreter": false,
+//	              "substitutions": false, "process_substitution": false, "eval": false,
+//	              "background": false, "recursive_functions": [], "normalized": false,
+//	              "parse_error": "", "embedded": false},
+//	  "secret":  false,                        // typed with echo off: text is withheld
+//	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
+//	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},
+//	  "client":  {"name": "…", "version": "…"}
+//	}
+//
+// shell is filled when the program is a shell (the line parsed with
+// mvdan.cc/sh: quotes removed, wrappers such as sudo, env, xargs, find -exec
+// and sh -c unwrapped, $IFS and Unicode look-alikes normalised), and when
+// code typed into a REPL hands a string to a shell (os.system, subprocess,
+// child_process): then shell.embedded is true.
+//
+// The decision is an object:
+//
+//	{"action": "allow | deny | confirm", "rule": "id", "reason": "…",
+//	 "severity": "low | medium | high | critical", "profile": "…"}
+//
+// An undefined decision, an evaluation error, or an action other than
+// those three is a deny: the engine fails closed.
+//
+// # Bundles
+//
+// A bundle is a directory or an OPA bundle (.tar.gz) of Rego files and
+// data.json files; the default bundle is embedded (package policies).
+// *_test.rego files are loaded by `termgate policy test` and `opa test`,
+// never by the engine. The engine compiles with restricted capabilities (no
+// http.send, net.*, opa.runtime or other builtins that reach outside the
+// process) in strict mode, prepares the query once, and can watch a
+// directory and swap in a new bundle when it changes: a bundle that fails
+// to load is rejected and the last good one stays in force.
+package policy

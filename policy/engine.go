@@ -1,0 +1,463 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+)
+
+// Query is the decision the engine evaluates.
+const Query = "data.termgate.decision"
+
+// Input is the document the policy judges; see the package doc.
+type Input struct {
+	Action  string   `json:"action"`
+	Text    string   `json:"text"`
+	Program string   `json:"program"`
+	Shell   *Shell   `json:"shell,omitempty"`
+	Secret  bool     `json:"secret"`
+	Session *Session `json:"session,omitempty"`
+	Start   *Start   `json:"start,omitempty"`
+	Client  Client   `json:"client"`
+}
+
+// Session names the session an input goes to.
+type Session struct {
+	ID      string   `json:"id"`
+	Name    string   `json:"name"`
+	Argv    []string `json:"argv"`
+	Cwd     string   `json:"cwd"`
+	Profile string   `json:"profile"`
+}
+
+// Start describes a session (or exec) about to start.
+type Start struct {
+	Argv []string `json:"argv"`
+	Cwd  string   `json:"cwd"`
+	Env  []string `json:"env"` // names only: values may be secrets
+}
+
+// Client is the MCP client.
+type Client struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// Decision is the policy's verdict.
+type Decision struct {
+	Action   string `json:"action"`
+	Rule     string `json:"rule"`
+	Reason   string `json:"reason"`
+	Severity string `json:"severity,omitempty"`
+	Profile  string `json:"profile,omitempty"`
+}
+
+// Prepare fills the fields the gateway derives: the parsed shell line for
+// shells, and shell commands embedded in REPL code. An input that already
+// carries a shell field keeps it.
+func (in *Input) Prepare() {
+	if in.Shell != nil || in.Secret || in.Text == "" {
+		return
+	}
+	switch {
+	case in.Action == "exec" || in.Action == "start" && len(in.Text) > 0 || IsShell(in.Program):
+		sh := ParseShell(in.Text)
+		in.Shell = &sh
+	default:
+		if sh, ok := ParseShellOut(in.Text); ok {
+			in.Shell = &sh
+		}
+	}
+}
+
+// Source is where a bundle comes from.
+type Source struct {
+	// Dir is a bundle directory or a .tar.gz OPA bundle; empty means FS.
+	Dir string
+	// FS is the embedded default bundle.
+	FS fs.FS
+}
+
+func (s Source) String() string {
+	if s.Dir != "" {
+		return s.Dir
+	}
+	return "embedded default bundle"
+}
+
+// Bundle is one loaded, compiled bundle.
+type Bundle struct {
+	Revision string    // the manifest revision, or sha256 of the files
+	Hash     string    // sha256 of the files, always
+	Source   string    // where it came from
+	Loaded   time.Time // when it was compiled
+	Rules    []string  // rule ids the bundle's data lists (data.termgate.rules), if any
+	Profiles []string  // sandbox profiles the bundle defines
+	query    rego.PreparedEvalQuery
+	data     map[string]any
+}
+
+// Engine evaluates decisions with the bundle in force.
+type Engine struct {
+	src     Source
+	mu      sync.RWMutex
+	current *Bundle
+	timeout time.Duration
+}
+
+// New loads and compiles the bundle. It fails if the bundle does not load
+// or compile, or does not define the decision.
+func New(ctx context.Context, src Source) (*Engine, error) {
+	b, err := load(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{src: src, current: b, timeout: time.Second}, nil
+}
+
+// Bundle returns the bundle in force.
+func (e *Engine) Bundle() *Bundle {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.current
+}
+
+// Name describes the engine for results: "opa <revision>".
+func (e *Engine) Name() string { return "opa " + e.Bundle().Revision }
+
+// Decide evaluates the decision for in. It never returns an allow on error.
+func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
+	in.Prepare()
+	b := e.Bundle()
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	rs, err := b.query.Eval(ctx, rego.EvalInput(in))
+	if err != nil {
+		return denied("policy.error", "the policy failed: "+err.Error()), fmt.Errorf("evaluating policy: %w", err)
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return denied("policy.undefined", "the policy defines no decision for this input"), nil
+	}
+	d, err := toDecision(rs[0].Expressions[0].Value)
+	if err != nil {
+		return denied("policy.invalid", err.Error()), nil
+	}
+	return d, nil
+}
+
+func denied(rule, reason string) Decision {
+	return Decision{Action: "deny", Rule: rule, Reason: reason, Severity: "high"}
+}
+
+func toDecision(v any) (Decision, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Decision{}, fmt.Errorf("the decision is %T, not an object", v)
+	}
+	var d Decision
+	for k, p := range map[string]*string{"action": &d.Action, "rule": &d.Rule, "reason": &d.Reason, "severity": &d.Severity, "profile": &d.Profile} {
+		if s, ok := m[k].(string); ok {
+			*p = s
+		}
+	}
+	switch d.Action {
+	case "allow", "deny", "confirm":
+	default:
+		return Decision{}, fmt.Errorf("the decision's action %q is not allow, deny or confirm", d.Action)
+	}
+	if d.Rule == "" {
+		d.Rule = "unnamed"
+	}
+	return d, nil
+}
+
+// Reload loads the bundle again. On error the bundle in force stays.
+func (e *Engine) Reload(ctx context.Context) (*Bundle, error) {
+	b, err := load(ctx, e.src)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.current = b
+	e.mu.Unlock()
+	return b, nil
+}
+
+// Watch polls a bundle directory (or file) every interval and reloads it
+// when it changes, until ctx ends. report is called after every attempt:
+// with the new bundle, or with the error that kept the old one in force.
+// An embedded bundle never changes; Watch then just waits for ctx.
+func (e *Engine) Watch(ctx context.Context, interval time.Duration, report func(*Bundle, error)) {
+	if e.src.Dir == "" {
+		<-ctx.Done()
+		return
+	}
+	last := fingerprint(e.src.Dir)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fp := fingerprint(e.src.Dir)
+		if fp == last {
+			continue
+		}
+		last = fp
+		b, err := e.Reload(ctx)
+		if report != nil {
+			report(b, err)
+		}
+	}
+}
+
+// fingerprint summarises names, sizes and times of a bundle's files.
+func fingerprint(dir string) string {
+	var b strings.Builder
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return "missing"
+	}
+	if !fi.IsDir() {
+		return fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
+	}
+	_ = fs.WalkDir(os.DirFS(dir), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", p, info.Size(), info.ModTime().UnixNano())
+		}
+		return nil
+	})
+	return b.String()
+}
+
+// Capabilities are OPA's builtins less those that reach outside the
+// process or leak its state: a policy decides on its input and its bundle,
+// nothing else.
+func Capabilities() *ast.Capabilities {
+	caps := ast.CapabilitiesForThisVersion()
+	banned := map[string]bool{
+		"http.send": true, "opa.runtime": true, "net.lookup_ip_addr": true, "net.cidr_expand": false,
+		"rego.parse_module": true, "trace": true, "print": true, "io.jwt.decode_verify": true,
+		"providers.aws.sign_req": true, "crypto.x509.parse_and_verify_certificates": false,
+	}
+	kept := caps.Builtins[:0:0]
+	for _, b := range caps.Builtins {
+		if banned[b.Name] {
+			continue
+		}
+		kept = append(kept, b)
+	}
+	caps.Builtins = kept
+	caps.AllowNet = []string{}
+	return caps
+}
+
+// files is a bundle read into memory.
+type files struct {
+	modules  map[string]string // path → source, tests excluded
+	data     map[string]any
+	revision string
+	hash     string
+}
+
+func load(ctx context.Context, src Source) (*Bundle, error) {
+	var f files
+	var err error
+	switch {
+	case src.Dir != "" && (strings.HasSuffix(src.Dir, ".tar.gz") || strings.HasSuffix(src.Dir, ".tgz")):
+		f, err = readTarball(src.Dir)
+	case src.Dir != "":
+		fi, serr := os.Stat(src.Dir)
+		if serr != nil {
+			return nil, fmt.Errorf("policy bundle %s: %w", src.Dir, serr)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("policy bundle %s: not a directory or a .tar.gz bundle", src.Dir)
+		}
+		f, err = readFS(os.DirFS(src.Dir))
+	case src.FS != nil:
+		f, err = readFS(src.FS)
+	default:
+		return nil, errors.New("no policy bundle given")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policy bundle %s: %w", src, err)
+	}
+	if len(f.modules) == 0 {
+		return nil, fmt.Errorf("policy bundle %s: no .rego files", src)
+	}
+	opts := []func(*rego.Rego){
+		rego.Query(Query),
+		rego.Capabilities(Capabilities()),
+		rego.Strict(true),
+		rego.StrictBuiltinErrors(true),
+		rego.SetRegoVersion(ast.RegoV1),
+		rego.Store(inmem.NewFromObject(f.data)),
+	}
+	names := make([]string, 0, len(f.modules))
+	for n := range f.modules {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		opts = append(opts, rego.Module(n, f.modules[n]))
+	}
+	pq, err := rego.New(opts...).PrepareForEval(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("policy bundle %s does not compile: %w", src, err)
+	}
+	b := &Bundle{Revision: f.revision, Hash: f.hash, Source: src.String(), Loaded: time.Now(), query: pq, data: f.data}
+	if b.Revision == "" {
+		b.Revision = f.hash[:19]
+	}
+	b.Rules, b.Profiles = describe(f.data)
+	// A bundle must decide: evaluate a harmless input once.
+	rs, err := pq.Eval(ctx, rego.EvalInput(Input{Action: "input", Text: "", Program: "bash", Shell: &Shell{Commands: []Command{}, RecursiveFunctions: []string{}}}))
+	if err != nil {
+		return nil, fmt.Errorf("policy bundle %s fails to evaluate: %w", src, err)
+	}
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("policy bundle %s defines no %s", src, Query)
+	}
+	if _, err := toDecision(rs[0].Expressions[0].Value); err != nil {
+		return nil, fmt.Errorf("policy bundle %s: %w", src, err)
+	}
+	return b, nil
+}
+
+func describe(data map[string]any) (rules, profiles []string) {
+	tg, _ := data["termgate"].(map[string]any)
+	if p, ok := tg["profiles"].(map[string]any); ok {
+		for k := range p {
+			profiles = append(profiles, k)
+		}
+		sort.Strings(profiles)
+	}
+	return rules, profiles
+}
+
+func readFS(fsys fs.FS) (files, error) {
+	f := files{modules: map[string]string{}, data: map[string]any{}}
+	h := sha256.New()
+	var paths []string
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") && p != "." {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		paths = append(paths, p)
+		return nil
+	})
+	if err != nil {
+		return f, err
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		name := path.Base(p)
+		isData := name == "data.json"
+		isRego := strings.HasSuffix(name, ".rego") && !strings.HasSuffix(name, "_test.rego")
+		if !isData && !isRego && name != ".manifest" {
+			continue
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return f, err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", p, len(b))
+		h.Write(b)
+		switch {
+		case isRego:
+			f.modules[p] = string(b)
+		case isData:
+			var v map[string]any
+			d := json.NewDecoder(bytes.NewReader(b))
+			d.UseNumber()
+			if err := d.Decode(&v); err != nil {
+				return f, fmt.Errorf("%s: %w", p, err)
+			}
+			if err := mergeAt(f.data, strings.Split(path.Dir(p), "/"), v); err != nil {
+				return f, fmt.Errorf("%s: %w", p, err)
+			}
+		}
+	}
+	f.hash = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return f, nil
+}
+
+// mergeAt puts a data.json's object at its directory's path in data.
+func mergeAt(data map[string]any, dirs []string, v map[string]any) error {
+	node := data
+	for _, d := range dirs {
+		if d == "." || d == "" {
+			continue
+		}
+		next, ok := node[d].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			node[d] = next
+		}
+		node = next
+	}
+	for k, val := range v {
+		if _, dup := node[k]; dup {
+			return fmt.Errorf("data key %q defined twice", k)
+		}
+		node[k] = val
+	}
+	return nil
+}
+
+func readTarball(file string) (files, error) {
+	fh, err := os.Open(file)
+	if err != nil {
+		return files{}, err
+	}
+	defer fh.Close()
+	raw, err := bundle.NewReader(fh).Read()
+	if err != nil {
+		return files{}, fmt.Errorf("reading bundle: %w", err)
+	}
+	f := files{modules: map[string]string{}, data: raw.Data, revision: raw.Manifest.Revision}
+	if f.data == nil {
+		f.data = map[string]any{}
+	}
+	h := sha256.New()
+	for _, m := range raw.Modules {
+		if strings.HasSuffix(m.Path, "_test.rego") {
+			continue
+		}
+		f.modules[m.Path] = string(m.Raw)
+		fmt.Fprintf(h, "%s\x00%d\x00", m.Path, len(m.Raw))
+		h.Write(m.Raw)
+	}
+	db, _ := json.Marshal(f.data)
+	h.Write(db)
+	f.hash = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return f, nil
+}

@@ -1,0 +1,636 @@
+package policy
+
+import (
+	"path"
+	"regexp"
+	"strings"
+
+	"golang.org/x/text/unicode/norm"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Shell is what the policy sees of a shell line: every simple command it
+// would run, with its real name and its arguments after quote removal, and
+// flags for constructs that hide what runs.
+type Shell struct {
+	Commands []Command `json:"commands"`
+	// Pipes: the line has a pipeline.
+	Pipes bool `json:"pipes"`
+	// PipeToInterpreter: a pipeline feeds a shell or an interpreter
+	// (curl … | sh, … | python).
+	PipeToInterpreter bool `json:"pipe_to_interpreter"`
+	// DecodeToInterpreter: a pipeline decodes a payload (base64 -d, xxd -r,
+	// openssl … -d) and feeds it to an interpreter.
+	DecodeToInterpreter bool `json:"decode_to_interpreter"`
+	// Substitutions: command or process substitution ($(…), `…`, <(…)).
+	Substitutions bool `json:"substitutions"`
+	// ProcessSubstitution: <(…) or >(…).
+	ProcessSubstitution bool `json:"process_substitution"`
+	// Eval: eval, or a shell's -c with a string, ran code built at run time.
+	Eval bool `json:"eval"`
+	// Background: a command is sent to the background (&).
+	Background bool `json:"background"`
+	// RecursiveFunctions: functions that call themselves (fork bombs).
+	RecursiveFunctions []string `json:"recursive_functions"`
+	// Normalized: the line held fullwidth, zero-width or $IFS tricks that
+	// were undone before parsing.
+	Normalized bool `json:"normalized"`
+	// ParseError is set when the line does not parse; Commands then holds
+	// what a plain split of the line found.
+	ParseError string `json:"parse_error"`
+	// Embedded: the commands came from a string a REPL would pass to a
+	// shell (os.system, subprocess, child_process).
+	Embedded bool `json:"embedded"`
+}
+
+// Command is one simple command.
+type Command struct {
+	Name      string     `json:"name"`      // base name: /bin/rm → rm
+	Path      string     `json:"path"`      // as written, when it held a slash
+	Args      []string   `json:"args"`      // after quote removal
+	Wrappers  []string   `json:"wrappers"`  // sudo, env, xargs, find -exec … that ran it
+	Dynamic   bool       `json:"dynamic"`   // the name or an argument is computed at run time
+	Redirects []Redirect `json:"redirects"` // where its output goes
+	Assigns   []string   `json:"assigns"`   // VAR=value prefixes, names only
+}
+
+// Redirect is one redirection of a command.
+type Redirect struct {
+	Op     string `json:"op"` // >, >>, <, <<, &>, …
+	Target string `json:"target"`
+}
+
+// interpreters run code from their input or arguments.
+var interpreterNames = map[string]bool{
+	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "fish": true, "ash": true, "busybox": true,
+	"python": true, "python2": true, "python3": true, "perl": true, "ruby": true, "node": true, "nodejs": true,
+	"php": true, "lua": true, "tclsh": true, "pwsh": true, "osascript": true, "deno": true, "bun": true,
+}
+
+func isInterpreter(name string) bool {
+	if interpreterNames[name] {
+		return true
+	}
+	if rest, ok := strings.CutPrefix(name, "python"); ok && strings.Trim(rest, "0123456789.") == "" {
+		return true
+	}
+	return false
+}
+
+var shellNames = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true, "fish": true}
+
+// IsShell reports whether a program name is a shell whose input is parsed.
+func IsShell(name string) bool { return shellNames[name] }
+
+const maxDepth = 4 // sh -c 'sh -c "…"' nesting followed before giving up (and flagging)
+
+var ifsRe = regexp.MustCompile(`\$\{IFS\}|\$IFS\b`)
+
+// normalize undoes the tricks that make a line read differently to a
+// regex than to a shell: fullwidth forms (ｒｍ), zero-width characters, and
+// $IFS used as a space.
+func normalize(line string) (string, bool) {
+	out := strings.Map(func(r rune) rune {
+		switch r {
+		case '\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u00ad':
+			return -1
+		}
+		return r
+	}, line)
+	out = norm.NFKC.String(out)
+	out = ifsRe.ReplaceAllString(out, " ")
+	return out, out != line
+}
+
+// ParseShell analyses a shell line.
+func ParseShell(line string) Shell {
+	var sh Shell
+	norm, changed := normalize(line)
+	sh.Normalized = changed
+	parseInto(&sh, norm, 0)
+	if sh.Commands == nil {
+		sh.Commands = []Command{}
+	}
+	if sh.RecursiveFunctions == nil {
+		sh.RecursiveFunctions = []string{}
+	}
+	return sh
+}
+
+func parseInto(sh *Shell, line string, depth int) {
+	if depth > maxDepth {
+		sh.Eval = true
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
+	if err != nil {
+		if sh.ParseError == "" {
+			sh.ParseError = err.Error()
+		}
+		// Still show the policy what the words are.
+		fields := strings.Fields(line)
+		if len(fields) > 0 {
+			sh.Commands = append(sh.Commands, finish(Command{Name: fields[0], Args: fields[1:]}, sh, depth)...)
+		}
+		return
+	}
+	w := walker{sh: sh, depth: depth}
+	for _, st := range f.Stmts {
+		w.stmt(st)
+	}
+}
+
+type walker struct {
+	sh    *Shell
+	depth int
+	funcs []string // functions being declared, innermost last
+}
+
+func (w *walker) stmt(st *syntax.Stmt) {
+	if st == nil {
+		return
+	}
+	if st.Background {
+		w.sh.Background = true
+	}
+	switch c := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		w.call(c, st.Redirs)
+	case *syntax.BinaryCmd:
+		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
+			w.sh.Pipes = true
+			w.pipeline(c)
+			return
+		}
+		w.stmt(c.X)
+		w.stmt(c.Y)
+	case *syntax.FuncDecl:
+		name := ""
+		if c.Name != nil {
+			name = c.Name.Value
+		}
+		w.funcs = append(w.funcs, name)
+		w.stmt(c.Body)
+		w.funcs = w.funcs[:len(w.funcs)-1]
+	default:
+		// Blocks, subshells, if/for/while/case, arithmetic, tests:
+		// walk everything inside for statements and substitutions.
+		syntax.Walk(st.Cmd, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.Stmt:
+				if n != st {
+					w.stmt(n)
+					return false
+				}
+			case *syntax.CmdSubst, *syntax.ProcSubst:
+				w.subst(n)
+				return false
+			}
+			return true
+		})
+	}
+	for _, r := range st.Redirs {
+		w.words(r.Word)
+	}
+}
+
+// pipeline walks a | b | c, flagging interpreters fed by the pipe.
+func (w *walker) pipeline(c *syntax.BinaryCmd) {
+	var stages []*syntax.Stmt
+	var collect func(s *syntax.Stmt)
+	collect = func(s *syntax.Stmt) {
+		if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+			collect(b.X)
+			collect(b.Y)
+			return
+		}
+		stages = append(stages, s)
+	}
+	collect(c.X)
+	collect(c.Y)
+	decoded := false
+	for i, s := range stages {
+		before := len(w.sh.Commands)
+		w.stmt(s)
+		for _, cmd := range w.sh.Commands[before:] {
+			if i > 0 && isInterpreter(cmd.Name) && !hasScriptArg(cmd) {
+				w.sh.PipeToInterpreter = true
+				if decoded {
+					w.sh.DecodeToInterpreter = true
+				}
+			}
+			if isDecoder(cmd) {
+				decoded = true
+			}
+		}
+	}
+}
+
+// hasScriptArg: `… | python3 script.py` reads its code from a file, not the pipe.
+func hasScriptArg(c Command) bool {
+	for _, a := range c.Args {
+		if a == "-" || a == "-s" || a == "/dev/stdin" {
+			return false
+		}
+		if a == "-c" || a == "-e" {
+			return false
+		}
+		if !strings.HasPrefix(a, "-") {
+			return true
+		}
+	}
+	return false
+}
+
+func isDecoder(c Command) bool {
+	has := func(flags ...string) bool {
+		for _, a := range c.Args {
+			for _, f := range flags {
+				if a == f || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(f) == 2 && strings.ContainsRune(a[1:], rune(f[1])) && f[0] == '-' {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch c.Name {
+	case "base64", "base32", "basenc":
+		return has("-d", "--decode")
+	case "xxd":
+		return has("-r", "-revert")
+	case "openssl":
+		return has("-d", "-base64", "-a")
+	case "uudecode", "gunzip", "zcat", "rev":
+		return true
+	case "tr":
+		return true
+	}
+	return false
+}
+
+func (w *walker) subst(n syntax.Node) {
+	w.sh.Substitutions = true
+	var stmts []*syntax.Stmt
+	switch n := n.(type) {
+	case *syntax.CmdSubst:
+		stmts = n.Stmts
+	case *syntax.ProcSubst:
+		w.sh.ProcessSubstitution = true
+		stmts = n.Stmts
+	}
+	for _, s := range stmts {
+		w.stmt(s)
+	}
+}
+
+// words walks a word for substitutions inside it.
+func (w *walker) words(words ...*syntax.Word) {
+	for _, word := range words {
+		if word == nil {
+			continue
+		}
+		syntax.Walk(word, func(n syntax.Node) bool {
+			switch n.(type) {
+			case *syntax.CmdSubst, *syntax.ProcSubst:
+				w.subst(n)
+				return false
+			}
+			return true
+		})
+	}
+}
+
+func (w *walker) call(c *syntax.CallExpr, redirs []*syntax.Redirect) {
+	cmd := Command{}
+	for _, a := range c.Assigns {
+		if a.Name != nil {
+			cmd.Assigns = append(cmd.Assigns, a.Name.Value)
+		}
+		if a.Value != nil {
+			w.words(a.Value)
+		}
+	}
+	for i, word := range c.Args {
+		w.words(word)
+		v, static := wordValue(word)
+		if !static {
+			cmd.Dynamic = true
+		}
+		if i == 0 {
+			cmd.Name = v
+		} else {
+			cmd.Args = append(cmd.Args, v)
+		}
+	}
+	for _, r := range redirs {
+		target, _ := wordValue(r.Word)
+		if r.Hdoc != nil {
+			target = "<<heredoc>>"
+		}
+		cmd.Redirects = append(cmd.Redirects, Redirect{Op: r.Op.String(), Target: target})
+	}
+	if cmd.Name == "" && len(c.Args) == 0 {
+		return // a bare assignment
+	}
+	for _, f := range w.funcs {
+		if f != "" && cmd.Name == f {
+			w.sh.RecursiveFunctions = append(w.sh.RecursiveFunctions, f)
+		}
+	}
+	w.sh.Commands = append(w.sh.Commands, finish(cmd, w.sh, w.depth)...)
+}
+
+// wordValue returns a word's value after quote removal, and whether it is
+// fully known before run time. Parts computed at run time keep their
+// source text.
+func wordValue(word *syntax.Word) (string, bool) {
+	if word == nil {
+		return "", true
+	}
+	var b strings.Builder
+	static := true
+	var part func(p syntax.WordPart)
+	part = func(p syntax.WordPart) {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescape(p.Value))
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if l, ok := q.(*syntax.Lit); ok {
+					b.WriteString(strings.NewReplacer(`\"`, `"`, `\\`, `\`, `\$`, `$`, "\\`", "`").Replace(l.Value))
+					continue
+				}
+				part(q)
+			}
+		default:
+			static = false
+			var sb strings.Builder
+			_ = syntax.NewPrinter().Print(&sb, p.(syntax.Node))
+			b.WriteString(sb.String())
+		}
+	}
+	for _, p := range word.Parts {
+		part(p)
+	}
+	return b.String(), static
+}
+
+// unescape removes the backslashes of an unquoted literal (r\m → rm).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// finish resolves a command's real name and unwraps the commands that run
+// other commands, returning the wrapper and what it runs.
+func finish(c Command, sh *Shell, depth int) []Command {
+	c.Path = ""
+	if strings.Contains(c.Name, "/") {
+		c.Path = c.Name
+		c.Name = path.Base(c.Name)
+	}
+	if c.Args == nil {
+		c.Args = []string{}
+	}
+	if c.Wrappers == nil {
+		c.Wrappers = []string{}
+	}
+	if c.Redirects == nil {
+		c.Redirects = []Redirect{}
+	}
+	if c.Assigns == nil {
+		c.Assigns = []string{}
+	}
+	out := []Command{c}
+	inner, ok := unwrap(c, sh, depth)
+	if ok && inner.Name != "" {
+		inner.Wrappers = append(append([]string{}, c.Wrappers...), c.Name)
+		inner.Dynamic = inner.Dynamic || c.Dynamic
+		out = append(out, finish(inner, sh, depth)...)
+	}
+	return out
+}
+
+// wrapperOpts lists, per wrapper, the options that take a value.
+var wrapperOpts = map[string]string{
+	"sudo":    "-u -g -h -p -C -D -R -T -U -r -t --user --group --host --prompt --chdir",
+	"doas":    "-u -C",
+	"env":     "-u -C -S --unset --chdir --split-string",
+	"nice":    "-n --adjustment",
+	"nohup":   "",
+	"timeout": "-k -s --kill-after --signal",
+	"stdbuf":  "-i -o -e --input --output --error",
+	"ionice":  "-c -n -p -t --class --classdata",
+	"taskset": "",
+	"setsid":  "",
+	"time":    "-f -o --format --output",
+	"command": "",
+	"exec":    "-a",
+	"xargs":   "-a -d -E -e -I -i -L -l -n -P -s --arg-file --delimiter --eof --replace --max-lines --max-args --max-procs --max-chars",
+	"chroot":  "--userspec --groups",
+	"flock":   "-w -E --timeout --conflict-exit-code",
+	"unshare": "",
+	"watch":   "-n -d --interval",
+	"script":  "-c --command -O -I -B -T",
+	"builtin": "",
+	"strace":  "-e -o -p -s -u",
+	"ltrace":  "-e -o -p -s -u",
+	"unbuffer": "",
+	"firejail": "",
+	"runuser":   "-u -g -G --user --group",
+}
+
+func unwrap(c Command, sh *Shell, depth int) (Command, bool) {
+	args := c.Args
+	switch c.Name {
+	case "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash":
+		for i, a := range args {
+			if a == "-c" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
+				if i+1 < len(args) {
+					sh.Eval = true
+					sub := Shell{}
+					parseInto(&sub, args[i+1], depth+1)
+					mergeFlags(sh, &sub)
+					sh.Commands = append(sh.Commands, sub.Commands...)
+				}
+				return Command{}, false
+			}
+			if !strings.HasPrefix(a, "-") {
+				break
+			}
+		}
+		return Command{}, false
+	case "eval":
+		sh.Eval = true
+		sub := Shell{}
+		parseInto(&sub, strings.Join(args, " "), depth+1)
+		mergeFlags(sh, &sub)
+		sh.Commands = append(sh.Commands, sub.Commands...)
+		return Command{}, false
+	case "find":
+		return unwrapFind(c)
+	case "busybox":
+		if len(args) > 0 {
+			return Command{Name: args[0], Args: args[1:], Dynamic: c.Dynamic}, true
+		}
+		return Command{}, false
+	}
+	opts, isWrapper := wrapperOpts[c.Name]
+	if !isWrapper {
+		return Command{}, false
+	}
+	takesValue := map[string]bool{}
+	for _, o := range strings.Fields(opts) {
+		takesValue[o] = true
+	}
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if c.Name == "env" && strings.Contains(a, "=") && !strings.HasPrefix(a, "-") {
+			i++
+			continue
+		}
+		if c.Name == "env" && (a == "-S" || a == "--split-string") && i+1 < len(args) {
+			f := strings.Fields(args[i+1])
+			rest := append(f, args[i+2:]...)
+			if len(rest) == 0 {
+				return Command{}, false
+			}
+			return Command{Name: rest[0], Args: rest[1:], Dynamic: c.Dynamic}, true
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		if name, _, hasEq := strings.Cut(a, "="); hasEq && takesValue[name] {
+			i++
+			continue
+		}
+		if takesValue[a] {
+			i += 2
+			continue
+		}
+		i++
+	}
+	switch c.Name {
+	case "timeout":
+		i++ // the duration
+	case "taskset", "chroot", "flock":
+		i++ // the mask, the new root, the lock file
+	}
+	if i >= len(args) {
+		return Command{}, false
+	}
+	return Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic}, true
+}
+
+// unwrapFind returns the command find -exec runs, with {} replaced by the
+// paths find starts from: `find / -exec rm -rf {} ;` removes under /.
+func unwrapFind(c Command) (Command, bool) {
+	var roots []string
+	for _, a := range c.Args {
+		if strings.HasPrefix(a, "-") || a == "(" || a == "!" {
+			break
+		}
+		roots = append(roots, a)
+	}
+	if len(roots) == 0 {
+		roots = []string{"."}
+	}
+	for i, a := range c.Args {
+		switch a {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			var inner []string
+			for _, b := range c.Args[i+1:] {
+				if b == ";" || b == "+" {
+					break
+				}
+				if b == "{}" {
+					inner = append(inner, roots...)
+					continue
+				}
+				inner = append(inner, b)
+			}
+			if len(inner) > 0 {
+				return Command{Name: inner[0], Args: inner[1:], Dynamic: c.Dynamic}, true
+			}
+		}
+	}
+	return Command{}, false
+}
+
+func mergeFlags(dst, src *Shell) {
+	dst.Pipes = dst.Pipes || src.Pipes
+	dst.PipeToInterpreter = dst.PipeToInterpreter || src.PipeToInterpreter
+	dst.DecodeToInterpreter = dst.DecodeToInterpreter || src.DecodeToInterpreter
+	dst.Substitutions = dst.Substitutions || src.Substitutions
+	dst.ProcessSubstitution = dst.ProcessSubstitution || src.ProcessSubstitution
+	dst.Eval = dst.Eval || src.Eval
+	dst.Background = dst.Background || src.Background
+	dst.RecursiveFunctions = append(dst.RecursiveFunctions, src.RecursiveFunctions...)
+	if dst.ParseError == "" {
+		dst.ParseError = src.ParseError
+	}
+}
+
+// ---- code typed into a REPL that shells out ----
+
+// shellOutRe finds calls that hand a string to a shell, in Python and
+// JavaScript: os.system("…"), os.popen, subprocess.*(…, shell=True or a
+// string), commands.getoutput, pty.spawn, child_process exec/execSync/spawn.
+var shellOutRe = regexp.MustCompile(`(?s)\b(os\.system|os\.popen|os\.exec\w*|os\.spawn\w*|subprocess\.\w+|commands\.getoutput|commands\.getstatusoutput|pty\.spawn|execSync|exec|spawnSync|spawn|execFileSync|execFile|system|popen)\s*\(\s*(\[[^\]]*\]|r?"(?:[^"\\]|\\.)*"|r?'(?:[^'\\]|\\.)*'|` + "`[^`]*`" + `)`)
+
+var strLitRe = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|` + "`([^`]*)`")
+
+// ParseShellOut finds shell commands that code typed into a REPL passes to
+// a shell, and analyses them as shell lines. ok is false when the code has
+// no such call.
+func ParseShellOut(code string) (Shell, bool) {
+	norm, changed := normalize(code)
+	matches := shellOutRe.FindAllStringSubmatch(norm, -1)
+	if len(matches) == 0 {
+		return Shell{}, false
+	}
+	sh := Shell{Embedded: true, Normalized: changed}
+	for _, m := range matches {
+		arg := m[2]
+		var line string
+		if strings.HasPrefix(arg, "[") {
+			// An argv list: join its string literals.
+			var parts []string
+			for _, lit := range strLitRe.FindAllStringSubmatch(arg, -1) {
+				parts = append(parts, lit[1]+lit[2]+lit[3])
+			}
+			line = strings.Join(parts, " ")
+		} else if lit := strLitRe.FindStringSubmatch(arg); lit != nil {
+			line = lit[1] + lit[2] + lit[3]
+		}
+		line = strings.NewReplacer(`\"`, `"`, `\'`, `'`, `\\`, `\`, `\n`, "\n", `\t`, "\t").Replace(line)
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		parseInto(&sh, line, 1)
+	}
+	if sh.Commands == nil {
+		sh.Commands = []Command{}
+	}
+	if sh.RecursiveFunctions == nil {
+		sh.RecursiveFunctions = []string{}
+	}
+	return sh, true
+}
+

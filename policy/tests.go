@@ -1,0 +1,70 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/open-policy-agent/opa/v1/tester"
+)
+
+// TestResult is the outcome of one Rego test.
+type TestResult struct {
+	Name  string // package.test_name
+	Pass  bool
+	Error string
+}
+
+// RunTests runs a bundle's Rego tests (test_* rules, usually in
+// *_test.rego) with OPA's test runner, as `opa test` does.
+func RunTests(ctx context.Context, src Source) ([]TestResult, error) {
+	dir := src.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "termgate-policy-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		if err := copyFS(tmp, src.FS); err != nil {
+			return nil, fmt.Errorf("unpacking the embedded bundle: %w", err)
+		}
+		dir = tmp
+	}
+	results, err := tester.Run(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("running the policy tests: %w", err)
+	}
+	out := make([]TestResult, 0, len(results))
+	for _, r := range results {
+		tr := TestResult{Name: r.Package + "." + r.Name, Pass: r.Pass()}
+		if r.Error != nil {
+			tr.Error = r.Error.Error()
+		} else if r.Fail {
+			tr.Error = "failed"
+			if r.FailedAt != nil {
+				tr.Error = fmt.Sprintf("failed at %s: %s", r.FailedAt.Location, r.FailedAt)
+			}
+		}
+		out = append(out, tr)
+	}
+	return out, nil
+}
+
+func copyFS(dst string, fsys fs.FS) error {
+	return fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, p)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+}
