@@ -13,7 +13,8 @@ sql_text := concat(" ", c.args) if {
 # Statements, comments removed, upper-cased.
 sql_statements contains trim_space(s) if {
 	some t in [sql_text]
-	clean_sql := regex.replace(regex.replace(upper(t), `--[^\n]*`, " "), `/\*.*?\*/`, " ")
+	no_strings := regex.replace(t, `'([^']|'')*'`, "''")
+	clean_sql := regex.replace(regex.replace(upper(no_strings), `--[^\n]*`, " "), `/\*.*?\*/`, " ")
 	some s in split(clean_sql, ";")
 	trim_space(s) != ""
 }

@@ -12,12 +12,15 @@ action_rank := {"confirm": 1, "deny": 2}
 
 score(f) := (action_rank[f.action] * 10) + severity_rank[f.severity]
 
-top_score := max({score(f) | some f in finding})
+# The full set of findings, evaluated once.
+findings := {f | some f in finding}
 
-top_rule := min({f.rule | some f in finding; score(f) == top_score})
+top_score := max({score(f) | some f in findings})
+
+top_rule := min({f.rule | some f in findings; score(f) == top_score})
 
 decision := object.union(f, {"profile": profile}) if {
-	some f in finding
+	some f in findings
 	f.rule == top_rule
 	score(f) == top_score
 }
@@ -29,7 +32,7 @@ decision := {
 	"severity": "low",
 	"profile": profile,
 } if {
-	count(finding) == 0
+	count(findings) == 0
 }
 
 cfg := data.termgate.lists
@@ -45,9 +48,9 @@ profile := "network" if {
 
 # ---- helpers over parsed shell commands ----
 
-commands contains c if {
-	some c in input.shell.commands
-}
+default commands := []
+
+commands := input.shell.commands
 
 # has_flag: a short flag inside a cluster (-rf), or the long one.
 has_flag(c, short, _) if {
@@ -110,20 +113,22 @@ sensitive_path(p) if {
 }
 
 # Targets a command writes to: redirections and the file arguments of
-# commands that write.
-write_targets contains r.target if {
+# commands that write. Evaluated once, as a complete set.
+write_targets := {t | some t in write_target}
+
+write_target contains r.target if {
 	some c in commands
 	some r in c.redirects
 	r.op in {">", ">>", "&>", "&>>", ">|", "<>"}
 }
 
-write_targets contains t if {
+write_target contains t if {
 	some c in commands
 	c.name == "tee"
 	some t in operands(c)
 }
 
-write_targets contains t if {
+write_target contains t if {
 	some c in commands
 	c.name in {"cp", "mv", "install", "ln", "rsync"}
 	ops := operands(c)
@@ -131,21 +136,25 @@ write_targets contains t if {
 	t := ops[count(ops) - 1]
 }
 
-write_targets contains t if {
+write_target contains t if {
 	some c in commands
 	c.name in {"truncate", "touch", "shred"}
 	some t in operands(c)
 }
 
-write_targets contains t if {
+write_target contains t if {
 	some c in commands
 	c.name in {"sed", "perl", "ruby"}
 	has_flag(c, "i", "--in-place")
-	some t in operands(c)
-	not regex.match(`^s/|^/|^-`, t)
+	some t in in_place_files(c)
 }
 
-write_targets contains t if {
+# The files of sed -i: the first operand is the script unless -e gives it.
+in_place_files(c) := operands(c) if has_flag(c, "e", "--expression")
+
+in_place_files(c) := array.slice(operands(c), 1, count(operands(c))) if not has_flag(c, "e", "--expression")
+
+write_target contains t if {
 	some c in commands
 	c.name == "dd"
 	some a in c.args

@@ -15,7 +15,7 @@
 //	              "pipes": false, "pipe_to_interpreter": false, "decode_to_interpreter": false,
 //	              "substitutions": false, "process_substitution": false, "eval": false,
 //	              "background": false, "recursive_functions": [], "normalized": false,
-//	              "parse_error": "", "embedded": false},
+//	              "parse_error": "", "incomplete": false, "embedded": false},
 //	  "secret":  false,                        // typed with echo off: text is withheld
 //	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
 //	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},

@@ -72,7 +72,15 @@ type Decision struct {
 // shells, and shell commands embedded in REPL code. An input that already
 // carries a shell field keeps it.
 func (in *Input) Prepare() {
-	if in.Shell != nil || in.Secret || in.Text == "" {
+	if in.Shell != nil || in.Secret {
+		return
+	}
+	if in.Action == "start" && in.Start != nil && len(in.Start.Argv) > 0 {
+		sh := ParseArgv(in.Start.Argv) // judge the argv as it will run, not a re-joined string
+		in.Shell = &sh
+		return
+	}
+	if in.Text == "" {
 		return
 	}
 	switch {
@@ -313,7 +321,7 @@ func load(ctx context.Context, src Source) (*Bundle, error) {
 		rego.Strict(true),
 		rego.StrictBuiltinErrors(true),
 		rego.SetRegoVersion(ast.RegoV1),
-		rego.Store(inmem.NewFromObject(f.data)),
+		rego.Store(inmem.NewFromObjectWithOpts(f.data, inmem.OptReturnASTValuesOnRead(true))),
 	}
 	names := make([]string, 0, len(f.modules))
 	for n := range f.modules {

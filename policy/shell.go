@@ -38,6 +38,10 @@ type Shell struct {
 	// ParseError is set when the line does not parse; Commands then holds
 	// what a plain split of the line found.
 	ParseError string `json:"parse_error"`
+	// Incomplete: the line is the start of a command that continues on the
+	// next line (an open quote, for … without done). The shell runs nothing
+	// yet; the gateway judges it again with its continuation.
+	Incomplete bool `json:"incomplete"`
 	// Embedded: the commands came from a string a REPL would pass to a
 	// shell (os.system, subprocess, child_process).
 	Embedded bool `json:"embedded"`
@@ -117,6 +121,19 @@ func ParseShell(line string) Shell {
 	return sh
 }
 
+// ParseArgv analyses a command given as an argv (a session start): no
+// shell parses it, but wrappers and sh -c strings are followed as usual.
+func ParseArgv(argv []string) Shell {
+	sh := Shell{}
+	if len(argv) > 0 {
+		sh.Commands = finish(Command{Name: argv[0], Args: append([]string{}, argv[1:]...)}, &sh, 0)
+	}
+	if sh.RecursiveFunctions == nil {
+		sh.RecursiveFunctions = []string{}
+	}
+	return sh
+}
+
 func parseInto(sh *Shell, line string, depth int) {
 	if depth > maxDepth {
 		sh.Eval = true
@@ -124,13 +141,16 @@ func parseInto(sh *Shell, line string, depth int) {
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
 	if err != nil {
-		if sh.ParseError == "" {
+		if syntax.IsIncomplete(err) && depth == 0 {
+			sh.Incomplete = true
+		} else if sh.ParseError == "" {
 			sh.ParseError = err.Error()
 		}
 		// Still show the policy what the words are.
 		fields := strings.Fields(line)
 		if len(fields) > 0 {
-			sh.Commands = append(sh.Commands, finish(Command{Name: fields[0], Args: fields[1:]}, sh, depth)...)
+			cmds := finish(Command{Name: fields[0], Args: fields[1:]}, sh, depth)
+			sh.Commands = append(sh.Commands, cmds...)
 		}
 		return
 	}
@@ -337,7 +357,8 @@ func (w *walker) call(c *syntax.CallExpr, redirs []*syntax.Redirect) {
 			w.sh.RecursiveFunctions = append(w.sh.RecursiveFunctions, f)
 		}
 	}
-	w.sh.Commands = append(w.sh.Commands, finish(cmd, w.sh, w.depth)...)
+	cmds := finish(cmd, w.sh, w.depth)
+	w.sh.Commands = append(w.sh.Commands, cmds...)
 }
 
 // wordValue returns a word's value after quote removal, and whether it is
@@ -413,7 +434,8 @@ func finish(c Command, sh *Shell, depth int) []Command {
 		c.Assigns = []string{}
 	}
 	out := []Command{c}
-	inner, ok := unwrap(c, sh, depth)
+	inner, ok, nested := unwrap(c, sh, depth)
+	out = append(out, nested...)
 	if ok && inner.Name != "" {
 		inner.Wrappers = append(append([]string{}, c.Wrappers...), c.Name)
 		inner.Dynamic = inner.Dynamic || c.Dynamic
@@ -424,34 +446,36 @@ func finish(c Command, sh *Shell, depth int) []Command {
 
 // wrapperOpts lists, per wrapper, the options that take a value.
 var wrapperOpts = map[string]string{
-	"sudo":    "-u -g -h -p -C -D -R -T -U -r -t --user --group --host --prompt --chdir",
-	"doas":    "-u -C",
-	"env":     "-u -C -S --unset --chdir --split-string",
-	"nice":    "-n --adjustment",
-	"nohup":   "",
-	"timeout": "-k -s --kill-after --signal",
-	"stdbuf":  "-i -o -e --input --output --error",
-	"ionice":  "-c -n -p -t --class --classdata",
-	"taskset": "",
-	"setsid":  "",
-	"time":    "-f -o --format --output",
-	"command": "",
-	"exec":    "-a",
-	"xargs":   "-a -d -E -e -I -i -L -l -n -P -s --arg-file --delimiter --eof --replace --max-lines --max-args --max-procs --max-chars",
-	"chroot":  "--userspec --groups",
-	"flock":   "-w -E --timeout --conflict-exit-code",
-	"unshare": "",
-	"watch":   "-n -d --interval",
-	"script":  "-c --command -O -I -B -T",
-	"builtin": "",
-	"strace":  "-e -o -p -s -u",
-	"ltrace":  "-e -o -p -s -u",
+	"sudo":     "-u -g -h -p -C -D -R -T -U -r -t --user --group --host --prompt --chdir",
+	"doas":     "-u -C",
+	"env":      "-u -C -S --unset --chdir --split-string",
+	"nice":     "-n --adjustment",
+	"nohup":    "",
+	"timeout":  "-k -s --kill-after --signal",
+	"stdbuf":   "-i -o -e --input --output --error",
+	"ionice":   "-c -n -p -t --class --classdata",
+	"taskset":  "",
+	"setsid":   "",
+	"time":     "-f -o --format --output",
+	"command":  "",
+	"exec":     "-a",
+	"xargs":    "-a -d -E -e -I -i -L -l -n -P -s --arg-file --delimiter --eof --replace --max-lines --max-args --max-procs --max-chars",
+	"chroot":   "--userspec --groups",
+	"flock":    "-w -E --timeout --conflict-exit-code",
+	"unshare":  "",
+	"watch":    "-n -d --interval",
+	"script":   "-c --command -O -I -B -T",
+	"builtin":  "",
+	"strace":   "-e -o -p -s -u",
+	"ltrace":   "-e -o -p -s -u",
 	"unbuffer": "",
 	"firejail": "",
-	"runuser":   "-u -g -G --user --group",
+	"runuser":  "-u -g -G --user --group",
 }
 
-func unwrap(c Command, sh *Shell, depth int) (Command, bool) {
+// unwrap returns the command a wrapper runs (ok), and the commands of a
+// string it hands to a shell (sh -c, eval), which are parsed here.
+func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 	args := c.Args
 	switch c.Name {
 	case "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash":
@@ -462,33 +486,33 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool) {
 					sub := Shell{}
 					parseInto(&sub, args[i+1], depth+1)
 					mergeFlags(sh, &sub)
-					sh.Commands = append(sh.Commands, sub.Commands...)
+					return Command{}, false, sub.Commands
 				}
-				return Command{}, false
+				return Command{}, false, nil
 			}
 			if !strings.HasPrefix(a, "-") {
 				break
 			}
 		}
-		return Command{}, false
+		return Command{}, false, nil
 	case "eval":
 		sh.Eval = true
 		sub := Shell{}
 		parseInto(&sub, strings.Join(args, " "), depth+1)
 		mergeFlags(sh, &sub)
-		sh.Commands = append(sh.Commands, sub.Commands...)
-		return Command{}, false
+		return Command{}, false, sub.Commands
 	case "find":
-		return unwrapFind(c)
+		inner, ok := unwrapFind(c)
+		return inner, ok, nil
 	case "busybox":
 		if len(args) > 0 {
-			return Command{Name: args[0], Args: args[1:], Dynamic: c.Dynamic}, true
+			return Command{Name: args[0], Args: args[1:], Dynamic: c.Dynamic}, true, nil
 		}
-		return Command{}, false
+		return Command{}, false, nil
 	}
 	opts, isWrapper := wrapperOpts[c.Name]
 	if !isWrapper {
-		return Command{}, false
+		return Command{}, false, nil
 	}
 	takesValue := map[string]bool{}
 	for _, o := range strings.Fields(opts) {
@@ -509,9 +533,9 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool) {
 			f := strings.Fields(args[i+1])
 			rest := append(f, args[i+2:]...)
 			if len(rest) == 0 {
-				return Command{}, false
+				return Command{}, false, nil
 			}
-			return Command{Name: rest[0], Args: rest[1:], Dynamic: c.Dynamic}, true
+			return Command{Name: rest[0], Args: rest[1:], Dynamic: c.Dynamic}, true, nil
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			break
@@ -533,9 +557,9 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool) {
 		i++ // the mask, the new root, the lock file
 	}
 	if i >= len(args) {
-		return Command{}, false
+		return Command{}, false, nil
 	}
-	return Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic}, true
+	return Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic}, true, nil
 }
 
 // unwrapFind returns the command find -exec runs, with {} replaced by the
@@ -633,4 +657,3 @@ func ParseShellOut(code string) (Shell, bool) {
 	}
 	return sh, true
 }
-

@@ -31,6 +31,7 @@ type Config struct {
 	LogFile        string
 	PolicyDir      string        // bundle directory or .tar.gz; empty: the embedded default
 	PolicyReload   time.Duration // how often to check the bundle for changes; 0: never
+	ConfirmTTL     time.Duration // how long a human has to answer a confirmation
 }
 
 func defaultConfig() Config {
@@ -49,6 +50,7 @@ func defaultConfig() Config {
 		ExecTimeout:    60 * time.Second,
 		LogLevel:       "info",
 		PolicyReload:   2 * time.Second,
+		ConfirmTTL:     2 * time.Minute,
 	}
 }
 
@@ -67,6 +69,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFile, "log-file", c.LogFile, "write the server's log here (0600, appended) instead of stderr")
 	fs.StringVar(&c.PolicyDir, "policy-dir", c.PolicyDir, "policy bundle: a directory or an OPA .tar.gz bundle (default: the embedded bundle)")
+	fs.DurationVar(&c.ConfirmTTL, "confirm-timeout", c.ConfirmTTL, "how long a human has to answer a confirmation; unanswered is declined")
 	fs.DurationVar(&c.PolicyReload, "policy-reload", c.PolicyReload, "check the policy bundle for changes this often and reload it (0: never)")
 }
 
@@ -116,6 +119,7 @@ func (c Config) validate() error {
 	check(c.ExecTimeout > 0, "--exec-timeout must be positive")
 	check(c.Shell != "", "--shell must name a program")
 	check(c.PolicyReload >= 0, "--policy-reload must not be negative")
+	check(c.ConfirmTTL > 0, "--confirm-timeout must be positive")
 	return errors.Join(errs...)
 }
 

@@ -522,7 +522,7 @@ func TestResources(t *testing.T) {
 		t.Fatalf("screen: %v %v", res, err)
 	}
 	res, err = s.cs.ReadResource(ctx, &mcpReadParams{URI: "termgate://policy"})
-	if err != nil || !strings.Contains(res.Contents[0].Text, `"policy": "none"`) {
+	if err != nil || !strings.Contains(res.Contents[0].Text, `"policy": "opa sha256:`) {
 		t.Fatalf("policy: %v %v", res, err)
 	}
 	if _, err := s.cs.ReadResource(ctx, &mcpReadParams{URI: "termgate://sessions/s-NOPE/transcript"}); err == nil {

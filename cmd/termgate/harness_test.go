@@ -53,13 +53,20 @@ type server struct {
 // startServer runs the binary with extra flags and connects a client.
 func startServer(t testing.TB, flags ...string) *server {
 	t.Helper()
+	return startServerWith(t, nil, flags...)
+}
+
+// startServerWith connects a client with the given options (an
+// elicitation handler, say).
+func startServerWith(t testing.TB, opts *mcp.ClientOptions, flags ...string) *server {
+	t.Helper()
 	cmd := exec.Command(binPath, append([]string{"serve"}, flags...)...)
 	cmd.Dir = t.TempDir()
 	var log strings.Builder
 	cmd.Stderr = &lockedWriter{b: &log}
 	// No user rc files leak into tests; a data race in the server halts it.
 	cmd.Env = append(os.Environ(), "HOME="+cmd.Dir, "GORACE=halt_on_error=1")
-	client := mcp.NewClient(&mcp.Implementation{Name: "termgate-test", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "termgate-test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)

@@ -130,13 +130,25 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 			break
 		}
 		ok, err := p.Confirmer.Confirm(ctx, req, in, d)
+		var need *errNeedInput
+		if errors.As(err, &need) {
+			if p.Auditor != nil {
+				if aerr := p.Auditor.Record(ctx, AuditEvent{Kind: "confirmation_asked", Input: in, Decision: d}); aerr != nil {
+					return d, fmt.Errorf("%w: the audit log could not record this input (%v); nothing was sent", ErrRefused, aerr)
+				}
+			}
+			return d, err
+		}
 		if err != nil || !ok {
 			why := "the human declined"
 			if err != nil {
-				why = "confirmation failed: " + err.Error()
+				why = "not confirmed: " + err.Error()
 			}
 			d = Decision{Action: "deny", Rule: d.Rule, Reason: d.Reason + " (" + why + ")", Severity: d.Severity}
+			break
 		}
+		d.Action = "allow"
+		d.Reason += " (confirmed by the human)"
 	default:
 		if d.Action != "deny" {
 			d = Decision{Action: "deny", Rule: "policy.undefined", Reason: fmt.Sprintf("the policy returned %q, which is not allow, deny or confirm", d.Action), Severity: "high"}

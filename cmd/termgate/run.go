@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync"
 	"syscall"
 	"time"
 
@@ -114,7 +115,11 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	}
 	b := engine.Bundle()
 	logger.Info("policy loaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash)
-	gw := newGateway(cfg, logger, Stages{Decider: engineDecider{engine}})
+	confirmer, err := newHumanConfirmer(cfg.ConfirmTTL)
+	if err != nil {
+		return err
+	}
+	gw := newGateway(cfg, logger, Stages{Decider: engineDecider{engine}, Confirmer: confirmer})
 	defer gw.shutdown()
 	srv := gw.server()
 
@@ -162,10 +167,15 @@ type gateway struct {
 	mgr    *session.Manager
 	stages Stages
 	env    []string // the environment sessions start from
+
+	// unfinished holds, per session, the lines of a shell command that
+	// continues on the next line: each continuation is judged with them.
+	unfinishedMu sync.Mutex
+	unfinished   map[string]string
 }
 
 func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
-	g := &gateway{cfg: cfg, log: logger, stages: stages, env: os.Environ()}
+	g := &gateway{cfg: cfg, log: logger, stages: stages, env: os.Environ(), unfinished: map[string]string{}}
 	g.mgr = session.NewManager(cfg.limits(), func(s *session.Session) {
 		logger.Info("closed idle session", "session", s.ID(), "idle_timeout", cfg.IdleTimeout)
 	})

@@ -394,6 +394,9 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		Client:  clientOf(req),
 	}
 	d, err := g.stages.gate(ctx, req, gin)
+	if res, ok := asksHuman(err); ok {
+		return res, out, nil
+	}
 	if err != nil {
 		return nil, out, err
 	}
@@ -423,6 +426,16 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		summary += fmt.Sprintf(", prompt %q", out.Prompt)
 	}
 	return textResult(summary + "]"), out, nil
+}
+
+// asksHuman returns the input-required result when the gate is waiting for
+// a human's confirmation.
+func asksHuman(err error) (*mcp.CallToolResult, bool) {
+	var need *errNeedInput
+	if errors.As(err, &need) {
+		return need.res, true
+	}
+	return nil, false
 }
 
 func withNL(s string) string {
@@ -508,12 +521,21 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, out, err
 	}
 	enter := in.Enter == nil || *in.Enter
+	g.unfinishedMu.Lock()
+	judged := in.Text
+	if prev, ok := g.unfinished[s.ID()]; ok {
+		judged = prev + "\n" + in.Text // a continuation is judged with what it continues
+	}
+	g.unfinishedMu.Unlock()
 	gin := GateInput{
-		Action: "input", Text: in.Text, Program: st.Program, Secret: st.EchoOff,
+		Action: "input", Text: judged, Program: st.Program, Secret: st.EchoOff,
 		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
 		Client:  clientOf(req),
 	}
 	d, err := g.stages.gate(ctx, req, gin)
+	if res, ok := asksHuman(err); ok {
+		return res, out, nil
+	}
 	if err != nil {
 		return nil, out, err
 	}
@@ -521,6 +543,13 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, sendError(s, err)
 	}
+	g.unfinishedMu.Lock()
+	if r.Continued && !st.EchoOff {
+		g.unfinished[s.ID()] = judged
+	} else {
+		delete(g.unfinished, s.ID())
+	}
+	g.unfinishedMu.Unlock()
 	return g.ioResult(ctx, s, r, maxOut, gin, &d)
 }
 
@@ -611,6 +640,9 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 		Client:  clientOf(req),
 	}
 	d, err := g.stages.gate(ctx, req, gin)
+	if res, ok := asksHuman(err); ok {
+		return res, out, nil
+	}
 	if err != nil {
 		return nil, out, err
 	}
@@ -917,6 +949,9 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 		Client: clientOf(req),
 	}
 	d, err := g.stages.gate(ctx, req, gin)
+	if res, ok := asksHuman(err); ok {
+		return res, out, nil
+	}
 	if err != nil {
 		return nil, out, err
 	}

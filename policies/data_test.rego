@@ -1,0 +1,56 @@
+package termgate_test
+
+test_sql if {
+	confirm_by(typed("psql", "DROP TABLE users;"), "sql.destructive")
+	denied_by(typed("psql", "drop database prod;"), "sql.drop_database")
+	confirm_by(typed("mysql", "truncate orders"), "sql.destructive")
+	confirm_by(typed("sqlite3", "DELETE FROM users;"), "sql.unbounded_write")
+	confirm_by(typed("psql", "update users set admin = true"), "sql.unbounded_write")
+	denied_by(typed("psql", "COPY t TO PROGRAM 'id'"), "sql.server_files")
+	allowed(typed("psql", "DELETE FROM users WHERE id = 1;"))
+	allowed(typed("psql", "SELECT 'drop table x' FROM t;"))
+	allowed(typed("psql", "/* DROP TABLE x */ SELECT 1;"))
+	confirm_by(bash([c("psql", ["-c", "DROP TABLE users"])]), "sql.destructive")
+}
+
+test_redis if {
+	confirm_by(typed("redis-cli", "FLUSHALL"), "redis.flush")
+	denied_by(typed("redis-cli", "config set dir /root/.ssh"), "redis.dangerous")
+	confirm_by(bash([c("redis-cli", ["flushdb"])]), "redis.flush")
+	allowed(typed("redis-cli", "GET k"))
+}
+
+test_mongo if {
+	confirm_by(typed("mongosh", "db.users.drop()"), "mongo.drop")
+	confirm_by(typed("mongosh", "db.users.deleteMany({})"), "mongo.drop")
+	allowed(typed("mongosh", "db.users.find({})"))
+}
+
+test_repl_shell_out if {
+	embedded := object.union(sh([c("rm", ["-rf", "/"])]), {"embedded": true})
+	denied_by(object.union(typed("python3", "os.system('rm -rf /')"), {"shell": embedded}), "fs.rm_protected")
+	confirm_by(typed("python3", "os.system(cmd)"), "repl.dynamic_shell_out")
+	allowed(typed("python3", "print('rm -rf /')"))
+}
+
+start(argv, cwd, env) := {"action": "start", "program": argv[0], "text": concat(" ", argv), "secret": false, "shell": sh([c(argv[0], array.slice(argv, 1, count(argv)))]), "start": {"argv": argv, "cwd": cwd, "env": env}}
+
+test_start if {
+	d := decide(start(["bash"], "/work", []))
+	d.action == "allow"
+	d.profile == "default"
+	decide(start(["ssh", "host"], "/work", [])).profile == "network"
+	denied_by(start(["bash"], "/work", ["LD_PRELOAD"]), "start.dangerous_env")
+	denied_by(start(["bash"], "/", []), "start.cwd")
+}
+
+test_secret_input if {
+	allowed({"action": "input", "program": "bash", "text": "", "secret": true})
+	confirm_by({"action": "input", "program": "bash", "text": "leaked", "secret": true}, "secret.withheld")
+}
+
+test_most_severe_wins if {
+	# rm -rf / (deny, critical) beats sudo (confirm, high).
+	d := decide(bash([c("sudo", ["rm", "-rf", "/"]), wrapped(c("rm", ["-rf", "/"]), ["sudo"])]))
+	d.rule == "fs.rm_protected"
+}

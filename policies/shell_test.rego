@@ -1,0 +1,148 @@
+package termgate_test
+
+test_rm_protected if {
+	denied_by(bash([c("rm", ["-rf", "/"])]), "fs.rm_protected")
+	denied_by(bash([c("rm", ["-r", "-f", "/etc/"])]), "fs.rm_protected")
+	denied_by(bash([c("rm", ["--recursive", "--force", "~"])]), "fs.rm_protected")
+	denied_by(bash([c("rm", ["-R", "/usr"])]), "fs.rm_protected")
+	denied_by(bash([c("rm", ["-rf", "/*"])]), "fs.rm_protected")
+	denied_by(bash([c("rm", ["-rf", "/home/."])]), "fs.rm_protected")
+	denied_by(bash([c("rm", ["-rf", "//"])]), "fs.rm_protected")
+	denied_by(bash([c("rmdir", ["-r", "/var"])]), "fs.rm_protected")
+}
+
+test_rm_benign if {
+	allowed(bash([c("rm", ["notes.txt"])]))
+	allowed(bash([c("rm", ["-rf", "build/"])]))
+	allowed(bash([c("grep", ["-r", "rm", "."])]))
+}
+
+test_rm_no_preserve_root if denied_by(bash([c("rm", ["-rf", "--no-preserve-root", "/x"])]), "fs.rm_no_preserve_root")
+
+test_rm_outside if {
+	confirm_by(bash([c("rm", ["-rf", "/tmp/build"])]), "fs.rm_recursive_outside")
+	confirm_by(bash([c("rm", ["-r", "../sibling"])]), "fs.rm_recursive_outside")
+	confirm_by(bash([c("rm", ["-rf", "$TMPDIR/x"])]), "fs.rm_recursive_outside")
+}
+
+test_rm_xargs if confirm_by(bash([c("xargs", ["rm", "-rf"]), wrapped(c("rm", ["-rf"]), ["xargs"])]), "fs.rm_unknown_targets")
+
+test_find_delete if {
+	confirm_by(bash([c("find", ["/srv/data", "-name", "*.log", "-delete"])]), "fs.find_delete")
+	allowed(bash([c("find", [".", "-name", "*.o", "-delete"])]))
+}
+
+test_disk if {
+	denied_by(bash([c("mkfs.ext4", ["/dev/sdb1"])]), "disk.format")
+	denied_by(bash([c("wipefs", ["-a", "/dev/sdb"])]), "disk.format")
+	denied_by(bash([c("dd", ["if=/dev/zero", "of=/dev/sda"])]), "disk.raw_write")
+	denied_by(bash([redir(c("cat", ["img"]), ">", "/dev/nvme0n1")]), "disk.raw_write")
+	confirm_by(bash([c("mount", ["/dev/sdb1", "/mnt"])]), "disk.mount")
+	allowed(bash([c("mount", [])]))
+	allowed(bash([redir(c("echo", ["x"]), ">", "/dev/null")]))
+}
+
+test_power if {
+	denied_by(bash([c("shutdown", ["-h", "now"])]), "system.power")
+	denied_by(bash([c("init", ["6"])]), "system.power")
+	denied_by(bash([c("systemctl", ["poweroff"])]), "system.power")
+	allowed(bash([c("systemctl", ["status", "nginx"])]))
+}
+
+test_services_and_processes if {
+	confirm_by(bash([c("systemctl", ["stop", "nginx"])]), "system.service_stop")
+	denied_by(bash([c("kill", ["-9", "-1"])]), "process.kill_broad")
+	confirm_by(bash([c("killall", ["node"])]), "process.kill_by_name")
+	allowed(bash([c("kill", ["4242"])]))
+	confirm_by(bash([c("crontab", ["-r"])]), "system.cron_wipe")
+}
+
+test_fork_bomb if {
+	denied_by(bash_flags([c(":", []), c(":", [])], {"recursive_functions": [":"], "background": true, "pipes": true}), "process.fork_bomb")
+	allowed(bash_flags([c("f", [])], {"recursive_functions": ["f"]}))
+}
+
+test_privilege if {
+	confirm_by(bash([c("sudo", ["ls"]), wrapped(c("ls", []), ["sudo"])]), "privilege.escalation")
+	denied_by(bash([c("useradd", ["mallory"])]), "privilege.accounts")
+}
+
+test_permissions if {
+	confirm_by(bash([c("chmod", ["777", "x"])]), "perm.world_writable")
+	confirm_by(bash([c("chmod", ["o+w", "x"])]), "perm.world_writable")
+	confirm_by(bash([c("chmod", ["+w", "x"])]), "perm.world_writable")
+	denied_by(bash([c("chown", ["-R", "me", "/"])]), "perm.recursive_protected")
+	allowed(bash([c("chmod", ["+x", "run.sh"])]))
+	allowed(bash([c("chmod", ["644", "x"])]))
+}
+
+test_rce if {
+	denied_by(bash_flags([c("curl", ["-s", "x"]), c("sh", [])], {"pipes": true, "pipe_to_interpreter": true}), "rce.pipe_to_shell")
+	denied_by(bash_flags([c("bash", ["<(curl x)"]), c("curl", ["x"])], {"substitutions": true, "process_substitution": true}), "rce.fetch_and_run")
+	denied_by(bash_flags([c("eval", ["$(curl x)"]), c("curl", ["x"])], {"substitutions": true, "eval": true}), "rce.fetch_and_run")
+	denied_by(bash_flags([object.union(c("bash", []), {"dynamic": true}), c("wget", ["x"])], {"substitutions": true}), "rce.fetch_and_run")
+	denied_by(bash_flags([c("base64", ["-d"]), c("bash", [])], {"pipes": true, "pipe_to_interpreter": true, "decode_to_interpreter": true}), "rce.decode_and_run")
+	confirm_by(bash_flags([c("echo", ["x"]), c("python3", [])], {"pipes": true, "pipe_to_interpreter": true}), "rce.pipe_to_interpreter")
+	allowed(bash_flags([c("cat", ["<(curl x)"]), c("curl", ["x"])], {"substitutions": true, "process_substitution": false}))
+}
+
+test_sensitive_files if {
+	denied_by(bash([redir(c("echo", ["k"]), ">>", "~/.ssh/authorized_keys")]), "file.sensitive_write")
+	denied_by(bash([redir(c("echo", ["k"]), ">>", "$HOME/.bashrc")]), "file.sensitive_write")
+	denied_by(bash([redir(c("echo", ["k"]), ">", "${HOME}/.zshrc")]), "file.sensitive_write")
+	denied_by(bash([c("tee", ["-a", "/etc/hosts"])]), "file.sensitive_write")
+	denied_by(bash([c("cp", ["x", ".git/hooks/pre-commit"])]), "file.sensitive_write")
+	denied_by(bash([c("sed", ["-i", "s/a/b/", "/etc/termgate/p.rego"])]), "file.sensitive_write")
+	denied_by(bash([c("sed", ["-i", "-e", "s/a/b/", "/etc/passwd"])]), "file.sensitive_write")
+	denied_by(bash([c("touch", ["/etc/cron.d/x"])]), "file.sensitive_write")
+	confirm_by(bash([c("cat", ["/etc/shadow"])]), "file.secret_read")
+	allowed(bash([redir(c("echo", ["x"]), ">", "notes.txt")]))
+	allowed(bash([c("sed", ["-i", "s/a/b/", "notes.txt"])]))
+	allowed(bash([c("cp", ["a", "b"])]))
+}
+
+test_network if {
+	denied_by(bash([c("iptables", ["-F"])]), "net.firewall")
+	denied_by(bash([c("iptables", ["-X"])]), "net.firewall")
+	denied_by(bash([c("nft", ["flush", "ruleset"])]), "net.firewall")
+	denied_by(bash([c("ufw", ["disable"])]), "net.firewall")
+	denied_by(bash([c("firewall-cmd", ["--panic-off"])]), "net.firewall")
+	allowed(bash([c("iptables", ["-L"])]))
+	denied_by(object.union(bash([c("curl", ["http://169.254.169.254/"])]), {"text": "curl http://169.254.169.254/"}), "net.cloud_metadata")
+}
+
+test_git if {
+	confirm_by(bash([c("git", ["reset", "--hard"])]), "git.destructive")
+	confirm_by(bash([c("git", ["push", "-f"])]), "git.destructive")
+	confirm_by(bash([c("git", ["push", "origin", "+main"])]), "git.destructive")
+	confirm_by(bash([c("git", ["clean", "-fd"])]), "git.destructive")
+	confirm_by(bash([c("git", ["branch", "-D", "x"])]), "git.destructive")
+	confirm_by(bash([c("git", ["checkout", "--", "."])]), "git.destructive")
+	denied_by(bash([c("git", ["-c", "core.hooksPath=/tmp", "commit"])]), "git.config_exec")
+	denied_by(bash([c("git", ["clone", "ext::sh -c id"])]), "git.config_exec")
+	denied_by(bash([c("git", ["fetch", "--upload-pack=touch /tmp/x"])]), "git.config_exec")
+	allowed(bash([c("git", ["push"])]))
+	allowed(bash([c("git", ["status"])]))
+}
+
+test_containers if {
+	denied_by(bash([c("docker", ["run", "--privileged", "alpine"])]), "container.host_escape")
+	denied_by(bash([c("docker", ["run", "-v", "/:/host", "alpine"])]), "container.host_escape")
+	denied_by(bash([c("docker", ["run", "--volume=/var/run/docker.sock:/s", "alpine"])]), "container.host_escape")
+	denied_by(bash([c("docker", ["run", "--cap-add=SYS_ADMIN", "alpine"])]), "container.host_escape")
+	denied_by(bash([c("nsenter", ["-t", "1", "-m"])]), "container.host_escape")
+	denied_by(bash([object.union(c("docker", ["ps"]), {"assigns": ["DOCKER_HOST"]})]), "container.host_escape")
+	allowed(bash([c("docker", ["ps"])]))
+}
+
+test_self_tamper if {
+	denied_by(bash([c("pkill", ["-f", "termgate"])]), "self.tamper")
+	denied_by(bash([c("kill", ["$PPID"])]), "self.tamper")
+	denied_by(bash([object.union(c("bash", []), {"assigns": ["TERMGATE_POLICY_DIR"]})]), "self.tamper")
+}
+
+test_unparseable_and_dynamic if {
+	confirm_by(bash_flags([c("echo", [")("])], {"parse_error": "1:6: unexpected )"}), "input.unparseable")
+	allowed(bash_flags([c("for", ["i", "in", "1"])], {"incomplete": true}))
+	confirm_by(bash([object.union(c("$(echo rm)", ["-rf", "x"]), {"dynamic": true})]), "shell.dynamic_command")
+}
