@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,19 +114,4 @@ func Benchmark100Sessions(b *testing.B) {
 }
 
 // rss returns a process's resident set size in bytes.
-func rss(tb testing.TB, pid int) int64 {
-	tb.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kb int64
-			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
-			return kb << 10
-		}
-	}
-	tb.Fatal("no VmRSS")
-	return 0
-}
+func rss(tb testing.TB, pid int) int64 { return procStatusKB(tb, pid, "VmRSS") << 10 }

@@ -557,20 +557,23 @@ func TestOutputFloodIsBounded(t *testing.T) {
 }
 
 // vmHWM returns a process's peak resident set size in bytes.
-func vmHWM(t testing.TB, pid int) int64 {
-	t.Helper()
+func vmHWM(t testing.TB, pid int) int64 { return procStatusKB(t, pid, "VmHWM") << 10 }
+
+// procStatusKB reads a kB field of /proc/PID/status.
+func procStatusKB(tb testing.TB, pid int, field string) int64 {
+	tb.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			var kb int64
 			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
-			return kb << 10
+			return kb
 		}
 	}
-	t.Fatal("no VmHWM")
+	tb.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
 
