@@ -273,17 +273,16 @@ func cutRunes(s string, n int, last bool) string {
 // ---- session_start ----
 
 type startIn struct {
-	Command     string            `json:"command,omitempty" jsonschema:"a shell line to run, e.g. 'python3 -q' or 'psql mydb'; default: the configured shell"`
-	Argv        []string          `json:"argv,omitempty" jsonschema:"the program and its arguments, instead of command"`
-	Name        string            `json:"name,omitempty" jsonschema:"a name to refer to the session by, instead of its id"`
-	Cwd         string            `json:"cwd,omitempty" jsonschema:"working directory; default: the server's"`
-	Env         map[string]string `json:"env,omitempty" jsonschema:"extra environment variables"`
-	Rows        int               `json:"rows,omitempty" jsonschema:"terminal rows, 2-500; default 24"`
-	Cols        int               `json:"cols,omitempty" jsonschema:"terminal columns, 10-1000; default 80"`
-	Mode        string            `json:"mode,omitempty" jsonschema:"pty (default) or pipe"`
-	TimeoutMs   int               `json:"timeout_ms,omitempty" jsonschema:"how long to wait for the first prompt; default 10000"`
-	MaxOutput   int               `json:"max_output,omitempty" jsonschema:"cap on returned characters"`
-	IdleTimeout int               `json:"idle_timeout_s,omitempty" jsonschema:"not used per session yet: the server's --idle-timeout applies"`
+	Command   string            `json:"command,omitempty" jsonschema:"a shell line to run, e.g. 'python3 -q' or 'psql mydb'; default: the configured shell"`
+	Argv      []string          `json:"argv,omitempty" jsonschema:"the program and its arguments, instead of command"`
+	Name      string            `json:"name,omitempty" jsonschema:"a name to refer to the session by, instead of its id"`
+	Cwd       string            `json:"cwd,omitempty" jsonschema:"working directory; default: the server's"`
+	Env       map[string]string `json:"env,omitempty" jsonschema:"extra environment variables"`
+	Rows      int               `json:"rows,omitempty" jsonschema:"terminal rows, 2-500; default 24"`
+	Cols      int               `json:"cols,omitempty" jsonschema:"terminal columns, 10-1000; default 80"`
+	Mode      string            `json:"mode,omitempty" jsonschema:"pty (default) or pipe"`
+	TimeoutMs int               `json:"timeout_ms,omitempty" jsonschema:"how long to wait for the first prompt; default 10000"`
+	MaxOutput int               `json:"max_output,omitempty" jsonschema:"cap on returned characters"`
 }
 
 type startOut struct {
