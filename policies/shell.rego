@@ -358,8 +358,19 @@ finding contains {
 	"reason": sprintf("reads %s", [a]),
 } if {
 	some c in commands
-	some a in array.concat(c.args, [r.target | some r in c.redirects])
+	some a in c.args
 	a in cfg.sensitive_read_paths
+}
+
+finding contains {
+	"rule": "file.secret_read",
+	"action": "confirm",
+	"severity": "high",
+	"reason": sprintf("reads %s", [r.target]),
+} if {
+	some c in commands
+	some r in c.redirects
+	r.target in cfg.sensitive_read_paths
 }
 
 # ---- network ----
@@ -402,7 +413,7 @@ finding contains {
 	"reason": sprintf("reaches the cloud metadata endpoint %s", [e]),
 } if {
 	some e in cfg.metadata_endpoints
-	contains(lower(input.text), e)
+	contains(lower_text, e)
 }
 
 # ---- git ----

@@ -146,3 +146,5 @@ test_unparseable_and_dynamic if {
 	allowed(bash_flags([c("for", ["i", "in", "1"])], {"incomplete": true}))
 	confirm_by(bash([object.union(c("$(echo rm)", ["-rf", "x"]), {"dynamic": true})]), "shell.dynamic_command")
 }
+
+test_secret_read_by_redirect if confirm_by(bash([redir(c("cat", []), "<", "/etc/shadow")]), "file.secret_read")

@@ -162,5 +162,5 @@ write_target contains t if {
 	t := substring(a, 3, -1)
 }
 
-# The text a rule scans when no shell parse applies (REPLs, SQL).
-upper_text := upper(input.text)
+# The text, lower-cased once for the rules that scan it.
+lower_text := lower(input.text)
