@@ -132,3 +132,28 @@ func echoOff(fd uintptr) bool {
 	}
 	return t.Lflag&unix.ECHO == 0 && t.Lflag&unix.ICANON != 0
 }
+
+// inputPending returns how many bytes typed into the terminal whose master
+// is fd the program has not read yet (the slave's input queue).
+func inputPending(fd uintptr) (int, error) {
+	n, err := unix.IoctlGetInt(int(fd), unix.TIOCGPTN)
+	if err != nil {
+		return 0, err
+	}
+	slave, err := unix.Open("/dev/pts/"+strconv.Itoa(n), unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(slave)
+	return unix.IoctlGetInt(slave, unix.TIOCINQ)
+}
+
+// asleep reports whether every process of a process group is blocked
+// (state S): none of them is still working on the input it read.
+func asleep(pgid int) bool {
+	if pgid <= 0 {
+		return false
+	}
+	st, ok := readStat(pgid)
+	return ok && st.state == 'S'
+}

@@ -26,6 +26,11 @@ var knownPrompts = []promptFamily{
 	{"mongosh", []string{"mongosh", "mongo"}, regexp.MustCompile(`^\S*> $`)},
 }
 
+// genericShellPrompt finds the end of a shell prompt that termgate did not
+// set up (a shell started inside the session's shell): up to the first
+// prompt sign followed by a space.
+var genericShellPrompt = regexp.MustCompile(`^[^$#%>]*[$#%>] `)
+
 // familyOf returns the prompt family of a program name, or nil.
 func familyOf(program string) *promptFamily {
 	for i := range knownPrompts {

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/creack/pty"
 )
@@ -54,7 +56,20 @@ type WaitOpts struct {
 	Timeout time.Duration  // give up and return what arrived
 	Quiet   time.Duration  // last-resort quiet period
 	NoWait  bool           // evaluate once and return what is there
+
+	// Judge, when set, is asked about the line the terminal shows at each
+	// Enter (after history recall, tab completion, key-by-key typing,
+	// backspaces), before the Enter is sent. An error clears the typed
+	// line and stops: the Enter is never sent.
+	Judge func(line string) error
+	// Approved are lines already judged as they were sent; a line shown
+	// at Enter that is one of them, typed as plain text at an empty
+	// prompt, is not judged again.
+	Approved []string
 }
+
+// ErrLineRefused wraps a Judge's refusal.
+var ErrLineRefused = errors.New("the line at Enter was refused")
 
 // Result is the text a human would read after an input, and how the wait
 // ended. Output is not yet redacted or capped: the caller does both.
@@ -393,7 +408,7 @@ func (s *Session) Send(ctx context.Context, text string, enter bool, o WaitOpts)
 	s.pending = &pending{markSeq: s.screen.MarkSeq(), start: s.screen.CursorPos(), input: lines, at: time.Now()}
 	s.readPos = s.pending.start
 	s.mu.Unlock()
-	if err := s.Write(b); err != nil {
+	if err := s.writeGated(ctx, b, o); err != nil {
 		return Result{}, err
 	}
 	return s.wait(ctx, o, true)
@@ -410,10 +425,154 @@ func (s *Session) SendKeys(ctx context.Context, keys []Key, o WaitOpts) (Result,
 	for _, k := range keys {
 		b = append(b, k.Bytes(m)...)
 	}
-	if err := s.Write(b); err != nil {
+	if err := s.writeGated(ctx, b, o); err != nil {
 		return Result{}, err
 	}
 	return s.wait(ctx, o, true)
+}
+
+// writeGated writes input, stopping at each Enter to ask o.Judge about the
+// line the terminal shows, in a PTY. Plain text typed at an empty prompt
+// that is one of o.Approved needs no second look: it cannot show anything
+// but itself.
+func (s *Session) writeGated(ctx context.Context, b []byte, o WaitOpts) error {
+	if o.Judge == nil || s.spec.Mode != ModePTY {
+		return s.Write(b)
+	}
+	for len(b) > 0 {
+		i := bytes.IndexAny(b, acceptKeys)
+		if i < 0 {
+			return s.Write(b)
+		}
+		body, key := b[:i], b[i]
+		b = b[i+1:]
+		s.mu.Lock()
+		before, known := s.pendingLineLocked()
+		s.mu.Unlock()
+		fast := isPlain(body) && (known && before == "" || !known) && containsLine(o.Approved, string(body))
+		typedAt := time.Now()
+		if len(body) > 0 {
+			if err := s.Write(body); err != nil {
+				return err
+			}
+		}
+		if !fast {
+			if !s.settle(ctx, typedAt, len(body) > 0) {
+				_ = s.Write([]byte{0x05, 0x15})
+				return fmt.Errorf("%w: the terminal did not settle, so the line at Enter could not be read; the typed line was cleared and nothing ran", ErrLineRefused)
+			}
+			s.mu.Lock()
+			line, ok := s.pendingLineLocked()
+			s.mu.Unlock()
+			if ok && strings.TrimSpace(line) != "" {
+				if err := o.Judge(line); err != nil {
+					// Clear what was typed: end of line, then kill to its start.
+					_ = s.Write([]byte{0x05, 0x15})
+					return fmt.Errorf("%w: %w", ErrLineRefused, err)
+				}
+			}
+		}
+		if err := s.Write([]byte{key}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// acceptKeys are the bytes that make a line editor run the line: Enter
+// (CR), ctrl+j (LF) and bash's ctrl+o (operate-and-get-next).
+const acceptKeys = "\r\n\x0f"
+
+func isPlain(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func containsLine(list []string, s string) bool {
+	for _, l := range list {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+// settle waits until the program has taken in typed keys and shown their
+// effect: every byte read from the terminal's input queue, its foreground
+// process blocked again, and output quiet for a few milliseconds. It
+// reports false when that could not be confirmed within two seconds: the
+// line on the screen may then be stale, and must not be judged as final.
+func (s *Session) settle(ctx context.Context, start time.Time, typed bool) bool {
+	deadline := start.Add(2 * time.Second)
+	const quiet = 5 * time.Millisecond
+	for {
+		s.mu.Lock()
+		last, ch := s.lastOutput, s.changed
+		s.mu.Unlock()
+		now := time.Now()
+		if (last.After(start) || !typed) && now.Sub(last) >= quiet && now.Sub(start) >= quiet {
+			pending, err := inputPending(s.pty.Fd())
+			pgid, _ := foreground(s.pty.Fd())
+			if err == nil && pending == 0 && asleep(pgid) {
+				return true
+			}
+		}
+		if now.After(deadline) {
+			return false
+		}
+		select {
+		case <-ch:
+		case <-time.After(quiet):
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// pendingLineLocked returns the line the program is reading and would run
+// at Enter, when that can be known: the text after a shell's prompt (from
+// its shell-integration input mark), or after a known REPL prompt.
+func (s *Session) pendingLineLocked() (string, bool) {
+	if s.screen.AltScreen() || s.exited || s.closed {
+		return "", false
+	}
+	program := s.programLocked()
+	cur := s.screen.CursorPos()
+	end := Pos{Line: cur.Line, Col: 1 << 30}
+	if s.integration && isShell(program) {
+		marks := s.screen.Marks(0)
+		if len(marks) > 0 && marks[len(marks)-1].Kind == MarkInputStart {
+			text, _ := s.screen.Text(marks[len(marks)-1].Pos, end)
+			return strings.TrimRight(text, " "), true
+		}
+		// No input mark: the session's own shell is running a command,
+		// which may be another shell (bash inside bash) that has no marks.
+	}
+	row, _ := s.screen.Text(Pos{Line: cur.Line}, end)
+	if isShell(program) {
+		// A shell without marks: the line after the first prompt sign.
+		if m := genericShellPrompt.FindStringIndex(row); m != nil {
+			return strings.TrimRight(row[m[1]:], " "), true
+		}
+		return "", false
+	}
+	fam := familyOf(program)
+	if fam == nil {
+		return "", false
+	}
+	for n := len(row); n > 0; n-- {
+		if n < len(row) && !utf8.RuneStart(row[n]) {
+			continue
+		}
+		if fam.prompt.MatchString(row[:n]) {
+			return strings.TrimRight(row[n:], " "), true
+		}
+	}
+	return "", false
 }
 
 // Read returns the output since the last read (or send) without sending

@@ -165,6 +165,38 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 	return d, nil
 }
 
+// judgeLine is the gate at Enter: the line the terminal shows is judged
+// before the Enter goes through. A line that needs a human's confirmation
+// is refused here (the keys that typed it cannot be replayed after the
+// human answers); sending the whole line with session_send asks the human.
+func (p *Stages) judgeLine(ctx context.Context, in GateInput) error {
+	if p.Decider == nil {
+		return nil
+	}
+	d, err := p.Decider.Decide(ctx, in)
+	if err != nil {
+		d = Decision{Action: "deny", Rule: "policy.error", Reason: "the policy could not decide: " + err.Error(), Severity: "high"}
+	}
+	switch d.Action {
+	case "allow":
+	case "confirm":
+		d = Decision{Action: "deny", Rule: d.Rule, Reason: d.Reason + " (needs a human's confirmation: send the whole line with session_send to ask)", Severity: d.Severity}
+	default:
+		if d.Action != "deny" {
+			d = Decision{Action: "deny", Rule: "policy.undefined", Reason: fmt.Sprintf("the policy returned %q", d.Action), Severity: "high"}
+		}
+	}
+	if p.Auditor != nil {
+		if err := p.Auditor.Record(ctx, AuditEvent{Kind: "decision", Input: in, Decision: d}); err != nil {
+			return fmt.Errorf("%w: the audit log could not record this input (%v)", ErrRefused, err)
+		}
+	}
+	if d.Action != "allow" {
+		return fmt.Errorf("%w: the line at Enter, %q, was denied by %s: %s; the typed line was cleared and nothing ran", ErrRefused, in.Text, d.Rule, d.Reason)
+	}
+	return nil
+}
+
 // redact runs stage 5 on text leaving the gateway.
 func (p *Stages) redact(s string) string {
 	if p.Redactor == nil || s == "" {

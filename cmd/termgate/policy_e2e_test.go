@@ -145,3 +145,100 @@ func TestConfirmationAskTheHuman(t *testing.T) {
 		}
 	})
 }
+
+// TestEnterJudgesTheLineShown drives the bypasses that judging the sent
+// text alone would miss, through real bash and python sessions, with a
+// harmless canary: creating a file under .git/hooks, which the default
+// bundle denies (file.sensitive_write).
+func TestEnterJudgesTheLineShown(t *testing.T) {
+	dir := t.TempDir()
+	hooks := filepath.Join(dir, ".git", "hooks")
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	canary := filepath.Join(hooks, "x")
+	s := startServer(t)
+	id := s.start(map[string]any{"cwd": dir})
+	keys := func(sid string, k ...string) *mcp.CallToolResult {
+		return s.call("session_keys", map[string]any{"session_id": sid, "keys": k})
+	}
+	chars := func(text string) []string {
+		var k []string
+		for _, r := range text {
+			if r == ' ' {
+				k = append(k, "space")
+			} else {
+				k = append(k, string(r))
+			}
+		}
+		return k
+	}
+	mustRefuse := func(what string, res *mcp.CallToolResult) {
+		t.Helper()
+		if !res.IsError || !strings.Contains(resultText(res), "file.sensitive_write") {
+			t.Fatalf("%s: not refused: %s", what, resultText(res))
+		}
+		if _, err := os.Stat(canary); err == nil {
+			t.Fatalf("%s: the canary was created", what)
+		}
+		// The typed line was cleared: the next command runs alone.
+		wantOutput(t, s.send(id, "echo clean"), "clean")
+	}
+
+	// Typed key by key.
+	mustRefuse("key by key", keys(id, append(chars("touch .git/hooks/x"), "enter")...))
+
+	// Recalled from history.
+	s.send(id, "history -s 'touch .git/hooks/x'")
+	mustRefuse("history recall", keys(id, "up", "enter"))
+
+	// Completed with tab.
+	s.ok("session_send", map[string]any{"session_id": id, "text": "touch .git/hoo", "enter": false})
+	mustRefuse("tab completion", keys(id, "tab", "x", "enter"))
+
+	// Edited with backspace.
+	s.ok("session_send", map[string]any{"session_id": id, "text": "touch .git/hookz/x", "enter": false})
+	mustRefuse("backspace", keys(id, "backspace", "backspace", "backspace", "s", "/", "x", "enter"))
+
+	// Typed in pieces, Enter sent alone.
+	s.ok("session_send", map[string]any{"session_id": id, "text": "touch .git/", "enter": false})
+	s.ok("session_send", map[string]any{"session_id": id, "text": "hooks/x", "enter": false})
+	mustRefuse("pieces", s.call("session_send", map[string]any{"session_id": id, "text": ""}))
+
+	// A multi-line paste is judged whole before anything is typed.
+	s.fails("session_send", map[string]any{"session_id": id, "text": "echo one\ntouch .git/hooks/x"}, "nothing was sent")
+
+	// Allowed lines still go through every path.
+	s.send(id, "history -s 'echo from-history'")
+	r := structured(t, keys(id, "up", "enter"))
+	wantOutput(t, r, "from-history")
+	r = structured(t, keys(id, append(chars("echo typed"), "enter")...))
+	wantOutput(t, r, "typed")
+
+	// ctrl+j runs the line as Enter does.
+	mustRefuse("ctrl+j", keys(id, append(chars("touch .git/hooks/x"), "ctrl+j")...))
+
+	// A shell started inside the session's shell has no marks of its own:
+	// its line is read after its prompt.
+	s.ok("session_send", map[string]any{"session_id": id, "text": "PS1='nested$ ' bash --norc --noprofile", "wait_for": `nested\$`})
+	res := keys(id, append(chars("touch .git/hooks/x"), "enter")...)
+	if !res.IsError || !strings.Contains(resultText(res), "file.sensitive_write") {
+		t.Fatalf("nested shell: not refused: %s", resultText(res))
+	}
+	if _, err := os.Stat(canary); err == nil {
+		t.Fatal("nested shell: the canary was created")
+	}
+	s.ok("session_keys", map[string]any{"session_id": id, "keys": []string{"ctrl+d"}})
+
+	// A REPL: the code shown at Enter is judged by what it hands a shell.
+	py := s.start(map[string]any{"argv": []string{"python3", "-q"}, "cwd": dir})
+	s.ok("session_send", map[string]any{"session_id": py, "text": "__import__('os').system('touch .git/hook", "enter": false})
+	res = keys(py, "s", "/", "x", "'", ")", "enter")
+	if !res.IsError || !strings.Contains(resultText(res), "file.sensitive_write") {
+		t.Fatalf("python line at Enter: %s", resultText(res))
+	}
+	if _, err := os.Stat(canary); err == nil {
+		t.Fatal("python created the canary")
+	}
+	wantOutput(t, s.send(py, "2*21"), "42")
+}

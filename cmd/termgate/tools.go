@@ -538,6 +538,8 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	o.Judge = g.lineJudge(ctx, s, gin)
+	o.Approved = strings.Split(strings.ReplaceAll(in.Text, "\r\n", "\n"), "\n")
 	r, err := s.Send(ctx, in.Text, enter, o)
 	if err != nil {
 		return nil, out, sendError(s, err)
@@ -552,7 +554,29 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	return g.ioResult(ctx, s, r, maxOut, gin, &d)
 }
 
+// lineJudge returns the judge asked at each Enter about the line the
+// terminal shows; a continuation is judged with what it continues.
+func (g *gateway) lineJudge(ctx context.Context, s *session.Session, base GateInput) func(string) error {
+	return func(line string) error {
+		st := s.Status()
+		if st.EchoOff {
+			return nil // secret input: never judged as text
+		}
+		in := base
+		in.Action, in.Program, in.Text = "input", st.Program, line
+		g.unfinishedMu.Lock()
+		if prev, ok := g.unfinished[s.ID()]; ok {
+			in.Text = prev + "\n" + line
+		}
+		g.unfinishedMu.Unlock()
+		return g.stages.judgeLine(ctx, in)
+	}
+}
+
 func sendError(s *session.Session, err error) error {
+	if errors.Is(err, session.ErrLineRefused) {
+		return err
+	}
 	switch {
 	case errors.Is(err, session.ErrExited):
 		return fmt.Errorf("session %s has exited; nothing was sent. Its final output stays readable with session_read", s.ID())
@@ -645,6 +669,7 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	o.Judge = g.lineJudge(ctx, s, gin)
 	r, err := s.SendKeys(ctx, keys, o)
 	if err != nil {
 		return nil, out, sendError(s, err)
