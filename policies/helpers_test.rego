@@ -10,6 +10,8 @@ sh(cmds) := {
 	"commands": cmds, "pipes": false, "pipe_to_interpreter": false, "decode_to_interpreter": false,
 	"substitutions": false, "process_substitution": false, "eval": false, "background": false,
 	"recursive_functions": [], "normalized": false, "parse_error": "", "incomplete": false, "embedded": false,
+	"names": {x.name: true | some x in cmds},
+	"listed": {k: true | some k, l in data.termgate.lists; some x in cmds; x.name in l},
 }
 
 bash(cmds) := {"action": "input", "program": "bash", "text": "", "secret": false, "shell": sh(cmds)}

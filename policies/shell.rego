@@ -44,6 +44,7 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("recursive delete of %s", [p]),
 } if {
+	input.shell.names.rm
 	some c in commands
 	c.name == "rm"
 	has_flag(c, "R", "--recursive")
@@ -57,6 +58,7 @@ finding contains {
 	"severity": "critical",
 	"reason": "rm --no-preserve-root",
 } if {
+	input.shell.names.rm
 	some c in commands
 	c.name == "rm"
 	"--no-preserve-root" in c.args
@@ -68,6 +70,7 @@ finding contains {
 	"severity": "medium",
 	"reason": sprintf("recursive delete of %s, outside the working directory", [p]),
 } if {
+	input.shell.names.rm
 	some c in commands
 	c.name == "rm"
 	recursive_rm(c)
@@ -94,6 +97,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("find -delete under %s", [p]),
 } if {
+	input.shell.names.find
 	some c in commands
 	c.name == "find"
 	"-delete" in c.args
@@ -134,6 +138,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s changes what is mounted", [c.name]),
 } if {
+	input.shell.listed.mount_commands
 	some c in commands
 	c.name in cfg.mount_commands
 	count(c.args) > 0
@@ -147,6 +152,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s stops or restarts the machine", [c.name]),
 } if {
+	input.shell.listed.power_commands
 	some c in commands
 	c.name in cfg.power_commands
 }
@@ -168,6 +174,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("systemctl %s stops or restarts the machine", [c.args[0]]),
 } if {
+	input.shell.names.systemctl
 	some c in commands
 	c.name == "systemctl"
 	c.args[0] in {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "emergency", "rescue"}
@@ -191,6 +198,7 @@ finding contains {
 	"severity": "high",
 	"reason": "kill of every process (-1) or of init",
 } if {
+	input.shell.names.kill
 	some c in commands
 	c.name == "kill"
 	some a in operands_or_negative(c)
@@ -225,6 +233,7 @@ finding contains {
 	"severity": "medium",
 	"reason": "crontab -r deletes every scheduled job",
 } if {
+	input.shell.names.crontab
 	some c in commands
 	c.name == "crontab"
 	has_flag(c, "r", "--remove")
@@ -238,6 +247,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s runs a command with other privileges", [c.name]),
 } if {
+	input.shell.listed.privilege_commands
 	some c in commands
 	c.name in cfg.privilege_commands
 }
@@ -248,6 +258,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s changes accounts, passwords or capabilities", [c.name]),
 } if {
+	input.shell.listed.account_commands
 	some c in commands
 	c.name in cfg.account_commands
 }
@@ -260,6 +271,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("chmod %s makes files writable by everyone", [mode]),
 } if {
+	input.shell.names.chmod
 	some c in commands
 	c.name == "chmod"
 	some mode in c.args
@@ -304,6 +316,7 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("%s output runs as code (process substitution or eval)", [c.name]),
 } if {
+	input.shell.listed.fetchers
 	some c in commands
 	c.name in cfg.fetchers
 	some i in commands
@@ -381,6 +394,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s flushes or disables the firewall", [c.name]),
 } if {
+	input.shell.listed.firewall_commands
 	some c in commands
 	c.name in cfg.firewall_commands
 	firewall_off(c)
@@ -424,6 +438,7 @@ finding contains {
 	"severity": "medium",
 	"reason": sprintf("git %s discards work", [concat(" ", c.args)]),
 } if {
+	input.shell.names.git
 	some c in commands
 	c.name == "git"
 	git_destructive(c)
@@ -468,6 +483,7 @@ finding contains {
 	"severity": "high",
 	"reason": "git options that run arbitrary programs",
 } if {
+	input.shell.names.git
 	some c in commands
 	c.name == "git"
 	some a in c.args
@@ -560,6 +576,7 @@ finding contains {
 	"severity": "high",
 	"reason": "recursive delete of paths read at run time (xargs)",
 } if {
+	input.shell.names.rm
 	some c in commands
 	c.name == "rm"
 	recursive_rm(c)

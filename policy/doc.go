@@ -15,7 +15,8 @@
 //	              "pipes": false, "pipe_to_interpreter": false, "decode_to_interpreter": false,
 //	              "substitutions": false, "process_substitution": false, "eval": false,
 //	              "background": false, "recursive_functions": [], "normalized": false,
-//	              "parse_error": "", "incomplete": false, "embedded": false},
+//	              "parse_error": "", "incomplete": false, "embedded": false,
+//	              "names": {"rm": true}, "listed": {"write_commands": true}},
 //	  "secret":  false,                        // typed with echo off: text is withheld
 //	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
 //	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},
@@ -27,6 +28,13 @@
 // and sh -c unwrapped, $IFS and Unicode look-alikes normalised), and when
 // code typed into a REPL hands a string to a shell (os.system, subprocess,
 // child_process): then shell.embedded is true.
+//
+// shell.names (the commands' names as a set) and shell.listed (the lists
+// of data.termgate.lists that hold one of those names) are derived by the
+// engine on every decision, whatever the caller sent. Rule bodies start
+// with input.shell.names.<cmd> or input.shell.listed.<list> so that OPA's
+// rule index skips them for lines that cannot match: a bundle's own tests
+// must fill both (the sh helper in helpers_test.rego does).
 //
 // The decision is an object:
 //

@@ -119,6 +119,36 @@ type Bundle struct {
 	Profiles []string  // sandbox profiles the bundle defines
 	query    rego.PreparedEvalQuery
 	data     map[string]any
+	lists    map[string][]string // command name → the lists of data.termgate.lists that hold it
+}
+
+// index derives sh.Names and sh.Listed from sh.Commands, always: rules
+// rely on them to be skipped, so a caller's own values are never trusted.
+func (b *Bundle) index(sh *Shell) {
+	sh.Names = make(map[string]bool, len(sh.Commands))
+	sh.Listed = map[string]bool{}
+	for _, c := range sh.Commands {
+		sh.Names[c.Name] = true
+		for _, l := range b.lists[c.Name] {
+			sh.Listed[l] = true
+		}
+	}
+}
+
+// listIndex maps each string of data.termgate.lists to the lists holding it.
+func listIndex(data map[string]any) map[string][]string {
+	idx := map[string][]string{}
+	tg, _ := data["termgate"].(map[string]any)
+	lists, _ := tg["lists"].(map[string]any)
+	for name, l := range lists {
+		arr, _ := l.([]any)
+		for _, v := range arr {
+			if s, ok := v.(string); ok {
+				idx[s] = append(idx[s], name)
+			}
+		}
+	}
+	return idx
 }
 
 // Engine evaluates decisions with the bundle in force.
@@ -153,9 +183,14 @@ func (e *Engine) Name() string { return "opa " + e.Bundle().Revision }
 func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 	in.Prepare()
 	b := e.Bundle()
+	if in.Shell != nil {
+		sh := *in.Shell // the caller's document stays as it was
+		b.index(&sh)
+		in.Shell = &sh
+	}
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
-	rs, err := b.query.Eval(ctx, rego.EvalInput(in))
+	rs, err := b.query.Eval(ctx, rego.EvalParsedInput(in.value()))
 	if err != nil {
 		return denied("policy.error", "the policy failed: "+err.Error()), fmt.Errorf("evaluating policy: %w", err)
 	}
@@ -340,6 +375,7 @@ func load(ctx context.Context, src Source) (*Bundle, error) {
 		b.Revision = f.hash[:19]
 	}
 	b.Rules, b.Profiles = describe(f.data)
+	b.lists = listIndex(f.data)
 	// A bundle must decide: evaluate a harmless input once.
 	rs, err := pq.Eval(ctx, rego.EvalInput(Input{Action: "input", Text: "", Program: "bash", Shell: &Shell{Commands: []Command{}, RecursiveFunctions: []string{}}}))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/termgate/termgate/policies"
 )
 
@@ -382,5 +384,34 @@ func TestParseArgvFollowsShellStrings(t *testing.T) {
 	}
 	if strings.Join(names, " ") != "sh sh mkfs.ext4" || !sh.Eval {
 		t.Fatalf("commands %v eval %v", names, sh.Eval)
+	}
+}
+
+// TestInputValueMatchesJSON: the OPA value the engine builds is the input
+// document's JSON, field for field, for every corpus input and the start
+// and session parts.
+func TestInputValueMatchesJSON(t *testing.T) {
+	ins := []Input{{
+		Action: "start", Text: "x", Program: "bash", Secret: true,
+		Session: &Session{ID: "s-1", Name: "n", Argv: []string{"bash"}, Cwd: "/w", Profile: "default"},
+		Start:   &Start{Argv: []string{"env", "A=1", "sh"}, Cwd: "/w", Env: []string{"A"}},
+		Client:  Client{Name: "c", Version: "1"},
+	}}
+	for _, c := range corpus {
+		ins = append(ins, Input{Action: "input", Program: c.program, Text: c.text})
+	}
+	for _, in := range ins {
+		in.Prepare()
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ast.ValueFromReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := in.value(); got.Compare(want) != 0 {
+			t.Fatalf("%q:\n got %v\nwant %v", in.Text, got, want)
+		}
 	}
 }

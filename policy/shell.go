@@ -45,6 +45,14 @@ type Shell struct {
 	// Embedded: the commands came from a string a REPL would pass to a
 	// shell (os.system, subprocess, child_process).
 	Embedded bool `json:"embedded"`
+	// Names are the commands' names, as a set: a rule body that starts
+	// with input.shell.names.rm is skipped by OPA's rule index for any line
+	// that runs no rm. Derived from Commands on every decision.
+	Names map[string]bool `json:"names"`
+	// Listed names the lists of data.termgate.lists that hold one of the
+	// commands' names, as input.shell.listed.<list>, for the same purpose.
+	// Derived from Commands and the bundle's data on every decision.
+	Listed map[string]bool `json:"listed"`
 }
 
 // Command is one simple command.
