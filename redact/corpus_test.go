@@ -162,7 +162,7 @@ type sink struct {
 	b  strings.Builder
 }
 
-func (k *sink) emit(p []byte) { k.mu.Lock(); k.b.Write(p); k.mu.Unlock() }
+func (k *sink) emit(p []byte)  { k.mu.Lock(); k.b.Write(p); k.mu.Unlock() }
 func (k *sink) String() string { k.mu.Lock(); defer k.mu.Unlock(); return k.b.String() }
 
 func streamed(e *Engine, chunks ...string) string {

@@ -51,7 +51,7 @@ type precheck struct {
 // prechecks are the hot rules' conditions, by rule id: the rules whose
 // keywords are common words (key, token, secret, ey).
 var prechecks = map[string]precheck{
-	"generic-api-key":       {ops: "=>:|?,", opWithin: 28, minValue: 10},
+	"generic-api-key": {ops: "=>:|?,", opWithin: 28, minValue: 10},
 	"password-assignment": {ops: "=:", opWithin: 8, minValue: 3, words: []string{
 		"password", "passwd", "passphrase", "pwd", "secret", "apikey", "api_key", "api-key", "accesskey", "access_key",
 		"access-key", "authtoken", "auth_token", "auth-token", "accesstoken", "access_token", "access-token",

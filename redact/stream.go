@@ -64,12 +64,12 @@ const (
 type escState uint8
 
 const (
-	stGround escState = iota
-	stEsc             // after ESC
-	stEscInter        // ESC intermediates
-	stCSI             // ESC [ …
-	stStr             // OSC, DCS, SOS, PM, APC payload
-	stStrEsc          // ESC inside a string: ST or the start of another sequence
+	stGround   escState = iota
+	stEsc               // after ESC
+	stEscInter          // ESC intermediates
+	stCSI               // ESC [ …
+	stStr               // OSC, DCS, SOS, PM, APC payload
+	stStrEsc            // ESC inside a string: ST or the start of another sequence
 )
 
 // NewStream returns a stream that writes redacted bytes to emit. emit is
