@@ -505,3 +505,19 @@ func readTarball(file string) (files, error) {
 	f.hash = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	return f, nil
 }
+
+// Data returns the bundle's data at path (data.termgate.redaction is
+// Data("termgate", "redaction")), as JSON decodes it.
+func (b *Bundle) Data(path ...string) (any, bool) {
+	var v any = b.data
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[p]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/termgate/termgate/redact"
 )
 
 // ExecResult is the outcome of Exec.
@@ -22,7 +25,10 @@ type ExecResult struct {
 // Exec runs argv to completion in its own session with stdout and stderr
 // merged, killing its whole process tree at the time limit. At most maxBytes
 // of output are kept: the head and the tail, with the middle dropped.
-func Exec(ctx context.Context, argv []string, dir string, env []string, limit time.Duration, maxBytes int) (ExecResult, error) {
+//
+// With a redactor, output is redacted as it streams, before the head and
+// tail are kept: a secret cannot straddle the cut.
+func Exec(ctx context.Context, argv []string, dir string, env []string, limit time.Duration, maxBytes int, red *redact.Engine) (ExecResult, error) {
 	if len(argv) == 0 {
 		return ExecResult{}, errors.New("no command")
 	}
@@ -40,7 +46,13 @@ func Exec(ctx context.Context, argv []string, dir string, env []string, limit ti
 	defer devnull.Close()
 	cmd.Stdin = devnull
 	buf := &headTail{max: maxBytes}
-	cmd.Stdout, cmd.Stderr = buf, buf
+	var out io.Writer = buf
+	if red != nil {
+		stream := red.NewStream(redact.DefaultIdle, func(p []byte) { _, _ = buf.Write(p) })
+		defer stream.Close()
+		out = stream
+	}
+	cmd.Stdout, cmd.Stderr = out, out
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return ExecResult{}, fmt.Errorf("starting %s: %w", argv[0], err)
@@ -74,6 +86,9 @@ func Exec(ctx context.Context, argv []string, dir string, env []string, limit ti
 		}
 	} else if werr != nil {
 		return res, werr
+	}
+	if s, ok := out.(*redact.Stream); ok {
+		s.Close() // every byte is in buf before it is read
 	}
 	res.Output, res.Truncated = buf.String()
 	return res, nil

@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/creack/pty"
+
+	"github.com/termgate/termgate/redact"
 )
 
 // Mode is how a session's program is connected.
@@ -48,6 +50,10 @@ type Spec struct {
 	Rows, Cols int
 	Mode       Mode
 	Scrollback int // lines; DefaultScrollback when 0
+	// Redactor, when set, masks secrets in the program's output before
+	// the screen sees it, so the screen, scrollback and every result made
+	// from them are redacted at the source.
+	Redactor *redact.Engine
 }
 
 // WaitOpts says when a send or read is complete.
@@ -135,7 +141,9 @@ type Session struct {
 	screen     *Screen
 	bytesIn    int64
 	bytesOut   int64
-	lastOutput time.Time
+	lastOutput time.Time // when output last reached the screen
+	lastRead   time.Time // when the program last wrote (before any redaction hold)
+	stream     *redact.Stream
 	lastInput  time.Time
 	started    time.Time
 	readPos    Pos // where the next "new" read starts
@@ -235,6 +243,9 @@ func start(id string, spec Spec) (*Session, error) {
 		return nil, fmt.Errorf("unknown mode %q", spec.Mode)
 	}
 	s.cmd = cmd
+	if spec.Redactor != nil {
+		s.stream = spec.Redactor.NewStream(redact.DefaultIdle, s.show)
+	}
 	go s.readLoop()
 	go s.waitLoop()
 	return s, nil
@@ -262,23 +273,40 @@ func (s *Session) reply(b []byte) {
 	}()
 }
 
+// show puts output on the screen; with a redactor it runs on the
+// redactor's schedule (at once, or after it held a trailing token).
+func (s *Session) show(b []byte) {
+	s.mu.Lock()
+	s.screen.Write(b)
+	s.lastOutput = time.Now()
+	s.notifyLocked()
+	s.mu.Unlock()
+}
+
 func (s *Session) readLoop() {
 	defer close(s.readerDone)
 	buf := make([]byte, 16<<10)
 	pipe := s.spec.Mode == ModePipe
+	stream := s.stream
+	if stream != nil {
+		defer stream.Close()
+	}
 	for {
 		n, err := s.out.Read(buf)
 		if n > 0 {
-			s.mu.Lock()
+			b := buf[:n]
 			if pipe {
-				s.screen.Write(toCRLF(buf[:n]))
-			} else {
-				s.screen.Write(buf[:n])
+				b = toCRLF(b)
 			}
+			s.mu.Lock()
 			s.bytesOut += int64(n)
-			s.lastOutput = time.Now()
-			s.notifyLocked()
+			s.lastRead = time.Now()
 			s.mu.Unlock()
+			if stream != nil {
+				stream.Write(b)
+			} else {
+				s.show(b)
+			}
 		}
 		if err != nil {
 			return // EOF, or EIO once every holder of the PTY's other end is gone
@@ -511,13 +539,18 @@ func (s *Session) settle(ctx context.Context, start time.Time, typed bool) bool 
 	const quiet = 5 * time.Millisecond
 	for {
 		s.mu.Lock()
-		last, ch := s.lastOutput, s.changed
+		last, ch := s.lastRead, s.changed
 		s.mu.Unlock()
 		now := time.Now()
 		if (last.After(start) || !typed) && now.Sub(last) >= quiet && now.Sub(start) >= quiet {
 			pending, err := inputPending(s.pty.Fd())
 			pgid, _ := foreground(s.pty.Fd())
 			if err == nil && pending == 0 && asleep(pgid) {
+				if s.stream != nil {
+					// What the redactor holds back (the end of the
+					// typed line) goes to the screen now.
+					s.stream.Flush()
+				}
 				return true
 			}
 		}

@@ -32,6 +32,7 @@ type Config struct {
 	PolicyDir      string        // bundle directory or .tar.gz; empty: the embedded default
 	PolicyReload   time.Duration // how often to check the bundle for changes; 0: never
 	ConfirmTTL     time.Duration // how long a human has to answer a confirmation
+	Secrets        secretList    // NAME=env:VAR or NAME=file:PATH: secrets session_send types by name
 }
 
 func defaultConfig() Config {
@@ -70,6 +71,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogFile, "log-file", c.LogFile, "write the server's log here (0600, appended) instead of stderr")
 	fs.StringVar(&c.PolicyDir, "policy-dir", c.PolicyDir, "policy bundle: a directory or an OPA .tar.gz bundle (default: the embedded bundle)")
 	fs.DurationVar(&c.ConfirmTTL, "confirm-timeout", c.ConfirmTTL, "how long a human has to answer a confirmation; unanswered is declined")
+	fs.Var(&c.Secrets, "secret", "a secret the gateway holds, typed by session_send {secret_ref: NAME} and masked everywhere: NAME=env:VAR or NAME=file:PATH (repeatable; the env twin takes a comma-separated list)")
 	fs.DurationVar(&c.PolicyReload, "policy-reload", c.PolicyReload, "check the policy bundle for changes this often and reload it (0: never)")
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/termgate/termgate/policies"
 	"github.com/termgate/termgate/policy"
+	"github.com/termgate/termgate/redact"
 	"github.com/termgate/termgate/session"
 )
 
@@ -36,6 +37,8 @@ usage:
                              print the decision for TEXT (or for each input document on stdin)
   termgate policy test [--policy-dir D] [-v]
                              run the bundle's Rego tests
+  termgate redact [--policy-dir D] [--secret NAME=env:VAR]
+                             mask secrets: stdin to stdout, with the gateway's rules
   termgate version           print the version
   termgate help              this text; "termgate serve -h" lists the flags
 
@@ -53,6 +56,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		return serveMain(args, stdin, stdout, stderr, getenv)
 	case "policy":
 		return policyMain(args, stdin, stdout, stderr, getenv)
+	case "redact":
+		return redactMain(args, stdin, stdout, stderr, getenv)
 	case "version":
 		fmt.Fprintln(stdout, "termgate", version())
 		return 0
@@ -87,7 +92,7 @@ func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv 
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, cfg, stdin, stdout, stderr); err != nil {
+	if err := serve(ctx, cfg, stdin, stdout, stderr, getenv); err != nil {
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1
 	}
@@ -97,7 +102,7 @@ func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv 
 // serve runs the MCP server until the client disconnects (stdin EOF) or ctx
 // ends (SIGINT, SIGTERM), then closes every session so that no process of
 // any session outlives the server.
-func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Writer) error {
+func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
 	logw, closeLog, err := cfg.logOutput(stderr)
 	if err != nil {
 		return err
@@ -119,7 +124,21 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	gw := newGateway(cfg, logger, Stages{Decider: engineDecider{engine}, Confirmer: confirmer})
+	specs, err := bundleSecrets(b)
+	if err != nil {
+		return err
+	}
+	secrets, err := loadSecrets(append(specs, cfg.Secrets...), getenv)
+	if err != nil {
+		return err
+	}
+	redactor, err := newRedactor(b, secrets)
+	if err != nil {
+		return err
+	}
+	logger.Info("redaction ready", "rules", redactor.Rules(), "secrets_held", len(secrets))
+	gw := newGateway(cfg, logger, Stages{Decider: engineDecider{engine}, Confirmer: confirmer, Redactor: redactor})
+	gw.redactor, gw.secrets = redactor, secrets
 	defer gw.shutdown()
 	srv := gw.server()
 
@@ -167,6 +186,9 @@ type gateway struct {
 	mgr    *session.Manager
 	stages Stages
 	env    []string // the environment sessions start from
+
+	redactor *redact.Engine    // masks output at the source, in every session
+	secrets  map[string]string // the secrets session_send can type by name
 
 	// unfinished holds, per session, the lines of a shell command that
 	// continues on the next line: each continuation is judged with them.

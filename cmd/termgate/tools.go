@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -29,6 +30,27 @@ func newTool[In, Out any](t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) toolDef {
 
 func ptr[T any](v T) *T { return &v }
 
+// guard redacts the error a handler returns: an error can quote input
+// (a refused line, an argv) that holds a secret.
+func guard[In, Out any](g *gateway, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			err = errors.New(g.stages.redact(err.Error()))
+		}
+		return res, out, err
+	}
+}
+
+// redactAll redacts each string of a list (an argv).
+func (g *gateway) redactAll(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = g.stages.redact(s)
+	}
+	return out
+}
+
 // annotations spells every hint out: the protocol's defaults for unset
 // destructive and open-world hints are true, so nothing is left unset.
 func annotations(title string, readOnly, destructive, idempotent, openWorld bool) *mcp.ToolAnnotations {
@@ -48,47 +70,47 @@ func (g *gateway) tools() []toolDef {
 			Name:        "session_start",
 			Description: "Start a program in a new persistent terminal session (default: the configured shell, bash). Give argv, or command as a shell line. Returns the session id, the program's first output and its prompt.",
 			Annotations: annotations("Start a terminal session", false, false, false, true),
-		}, g.sessionStart),
+		}, guard(g, g.sessionStart)),
 		newTool(&mcp.Tool{
 			Name:        "session_send",
 			Description: "Type text into a session (Enter is appended unless enter is false) and wait until it completes: the command finishes (bash/zsh, with exit_code), the program's prompt returns, wait_for matches, the program exits, or output goes quiet. complete:false means it is still running; session_read continues.",
 			Annotations: annotations("Send input to a session", false, true, false, true),
-		}, g.sessionSend),
+		}, guard(g, g.sessionSend)),
 		newTool(&mcp.Tool{
 			Name:        "session_keys",
 			Description: "Press named keys in a session: enter, tab, shift+tab, esc, backspace, delete, up, down, left, right, home, end, pgup, pgdn, f1-f12, ctrl+<key>, alt+<key>; append *N to repeat (down*5). Arrows follow the terminal's cursor-key mode (vim, less).",
 			Annotations: annotations("Press keys in a session", false, true, false, true),
-		}, g.sessionKeys),
+		}, guard(g, g.sessionKeys)),
 		newTool(&mcp.Tool{
 			Name:        "session_read",
 			Description: "Read a session without sending anything: mode new (output since the last read; with timeout_ms, wait for the running command), screen (the visible screen and cursor, for vim, top, less), or scrollback (the last lines of history).",
 			Annotations: annotations("Read a session", true, false, true, false),
-		}, g.sessionRead),
+		}, guard(g, g.sessionRead)),
 		newTool(&mcp.Tool{
 			Name:        "session_resize",
 			Description: "Resize a session's terminal; the program gets SIGWINCH.",
 			Annotations: annotations("Resize a session", false, false, true, false),
-		}, g.sessionResize),
+		}, guard(g, g.sessionResize)),
 		newTool(&mcp.Tool{
 			Name:        "session_list",
 			Description: "List sessions with their program in the foreground, whether busy, and whether alive.",
 			Annotations: annotations("List sessions", true, false, true, false),
-		}, g.sessionList),
+		}, guard(g, g.sessionList)),
 		newTool(&mcp.Tool{
 			Name:        "session_info",
 			Description: "Details of one session: argv, cwd, foreground program, busy, exit code, terminal modes, byte counts, and which gateway stages are in force.",
 			Annotations: annotations("Describe a session", true, false, true, false),
-		}, g.sessionInfo),
+		}, guard(g, g.sessionInfo)),
 		newTool(&mcp.Tool{
 			Name:        "session_close",
 			Description: "Close a session: EOF, then SIGHUP, SIGTERM and SIGKILL to its whole process tree, with a grace period between steps. Closing a closed session is not an error.",
 			Annotations: annotations("Close a session", false, true, true, false),
-		}, g.sessionClose),
+		}, guard(g, g.sessionClose)),
 		newTool(&mcp.Tool{
 			Name:        "exec",
 			Description: "Run one shell command in a fresh shell (not in a session) and return its output and exit code. The command is killed with its process group at timeout_ms.",
 			Annotations: annotations("Run one command", false, true, false, true),
-		}, g.exec),
+		}, guard(g, g.exec)),
 	}
 }
 
@@ -399,7 +421,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, out, err
 	}
-	s, err := g.mgr.Start(session.Spec{Name: in.Name, Argv: argv, Dir: cwd, Env: env, Rows: rows, Cols: cols, Mode: mode})
+	s, err := g.mgr.Start(session.Spec{Name: in.Name, Argv: argv, Dir: cwd, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor})
 	if err != nil {
 		return nil, out, fmt.Errorf("session not started: %w", err)
 	}
@@ -410,7 +432,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	st := s.Status()
 	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, s.ID())
 	out = startOut{
-		SessionID: s.ID(), Name: in.Name, Pid: st.Pid, Argv: argv, Mode: string(mode),
+		SessionID: s.ID(), Name: in.Name, Pid: st.Pid, Argv: g.redactAll(argv), Mode: string(mode),
 		Program: st.Program, Integration: st.Integration,
 		Output: text, Complete: r.Complete, Completion: string(r.Completion),
 		Prompt: g.stages.redact(r.Prompt), Truncated: truncated,
@@ -420,7 +442,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		return nil, out, err
 	}
 	g.log.Info("session started", "session", s.ID(), "program", st.Program, "pid", st.Pid, "mode", mode)
-	summary := fmt.Sprintf("%s[session %s started: %s, pid %d, %s", withNL(text), s.ID(), strings.Join(argv, " "), st.Pid, mode)
+	summary := fmt.Sprintf("%s[session %s started: %s, pid %d, %s", withNL(text), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
 	if out.Prompt != "" {
 		summary += fmt.Sprintf(", prompt %q", out.Prompt)
 	}
@@ -448,12 +470,14 @@ func withNL(s string) string {
 
 type sendIn struct {
 	SessionID string `json:"session_id" jsonschema:"session id or name"`
-	Text      string `json:"text" jsonschema:"what to type; newlines are typed as Enter"`
+	Text      string `json:"text,omitempty" jsonschema:"what to type; newlines are typed as Enter (empty: just Enter, or use secret_ref or secret)"`
 	Enter     *bool  `json:"enter,omitempty" jsonschema:"press Enter after the text; default true"`
 	WaitFor   string `json:"wait_for,omitempty" jsonschema:"complete when this regular expression matches the output after the echo"`
 	TimeoutMs int    `json:"timeout_ms,omitempty" jsonschema:"how long to wait for completion; default 30000"`
 	QuietMs   int    `json:"quiet_ms,omitempty" jsonschema:"quiet period that ends the wait when nothing better tells completion; default 300"`
 	MaxOutput int    `json:"max_output,omitempty" jsonschema:"cap on returned characters"`
+	SecretRef string `json:"secret_ref,omitempty" jsonschema:"instead of text: type the secret the gateway holds under this name (then Enter) into a prompt that hides input, such as a password prompt; you never see its value"`
+	Secret    string `json:"secret,omitempty" jsonschema:"instead of text: type this one-off secret (then Enter) into a prompt that hides input; it is never logged and is masked in all output"`
 }
 
 func (g *gateway) session(id string) (*session.Session, error) {
@@ -500,6 +524,9 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	s, err := g.session(in.SessionID)
 	if err != nil {
 		return nil, out, err
+	}
+	if in.SecretRef != "" || in.Secret != "" {
+		return g.sendSecret(ctx, req, s, in)
 	}
 	if err := g.checkInputSize(len(in.Text)); err != nil {
 		return nil, out, err
@@ -554,6 +581,74 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	return g.ioResult(ctx, s, r, maxOut, gin, &d)
 }
 
+// sendSecret types a secret into a prompt that hides what is typed. The
+// value goes to the terminal and the redactor only: the policy is asked
+// about secret input (secret: true, no text), and nothing else sees it.
+// A terminal that echoes is refused: there the value would be shown, or
+// run as a command, or fed to whatever program reads it.
+func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *session.Session, in sendIn) (*mcp.CallToolResult, ioOut, error) {
+	var out ioOut
+	if in.Text != "" || in.SecretRef != "" && in.Secret != "" {
+		return nil, out, errors.New("give one of text, secret_ref or secret; nothing was sent")
+	}
+	value := in.Secret
+	if in.SecretRef != "" {
+		v, ok := g.secrets[in.SecretRef]
+		if !ok {
+			names := make([]string, 0, len(g.secrets))
+			for n := range g.secrets {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return nil, out, fmt.Errorf("no secret named %q is held by the gateway (held: %s); nothing was sent", in.SecretRef, strings.Join(names, ", "))
+		}
+		value = v
+	}
+	if err := g.checkInputSize(len(value)); err != nil {
+		return nil, out, err
+	}
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return nil, out, errors.New("a secret must be one line; nothing was sent")
+	}
+	if in.Secret != "" {
+		if err := g.redactor.AddSecret(value); err != nil {
+			return nil, out, fmt.Errorf("secret: %v; nothing was sent", err)
+		}
+	}
+	o, err := g.waitOpts(in.TimeoutMs, in.QuietMs, in.WaitFor)
+	if err != nil {
+		return nil, out, err
+	}
+	maxOut, err := g.maxOutput(in.MaxOutput)
+	if err != nil {
+		return nil, out, err
+	}
+	st, err := writable(s)
+	if err != nil {
+		return nil, out, err
+	}
+	if !st.EchoOff {
+		return nil, out, errors.New("the terminal is not at a prompt that hides input (its echo is on), so the secret would be shown or run; nothing was sent. Send it when the program asks for a password")
+	}
+	gin := GateInput{
+		Action: "input", Program: st.Program, Secret: true,
+		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
+		Client:  clientOf(req),
+	}
+	d, err := g.stages.gate(ctx, req, gin)
+	if res, ok := asksHuman(err); ok {
+		return res, out, nil
+	}
+	if err != nil {
+		return nil, out, err
+	}
+	r, err := s.Send(ctx, value, in.Enter == nil || *in.Enter, o)
+	if err != nil {
+		return nil, out, sendError(s, err)
+	}
+	return g.ioResult(ctx, s, r, maxOut, gin, &d)
+}
+
 // lineJudge returns the judge asked at each Enter about the line the
 // terminal shows; a continuation is judged with what it continues.
 func (g *gateway) lineJudge(ctx context.Context, s *session.Session, base GateInput) func(string) error {
@@ -561,6 +656,11 @@ func (g *gateway) lineJudge(ctx context.Context, s *session.Session, base GateIn
 		st := s.Status()
 		if st.EchoOff {
 			return nil // secret input: never judged as text
+		}
+		if strings.Contains(line, "[REDACTED:") {
+			// The screen shows the line redacted; what would run is not
+			// what the policy would see. Fail closed.
+			return fmt.Errorf("%w: the line at Enter holds text the redactor masked on the screen, so it cannot be judged as it would run; the typed line was cleared and nothing ran. Send the whole line with session_send", ErrRefused)
 		}
 		in := base
 		in.Action, in.Program, in.Text = "input", st.Program, line
@@ -816,7 +916,7 @@ type sessionInfo struct {
 func (g *gateway) info(s *session.Session, full bool) sessionInfo {
 	st := s.Status()
 	i := sessionInfo{
-		SessionID: st.ID, Name: st.Name, Argv: st.Argv, Cwd: st.Dir, Mode: string(st.Mode), Pid: st.Pid,
+		SessionID: st.ID, Name: st.Name, Argv: g.redactAll(st.Argv), Cwd: g.stages.redact(st.Dir), Mode: string(st.Mode), Pid: st.Pid,
 		Program: st.Program, Busy: st.Busy, Alive: st.Alive, Closed: s.Closed(), ExitCode: st.ExitCode, Signal: st.Signal,
 		Rows: st.Rows, Cols: st.Cols, AltScreen: st.AltScreen, AppCursor: st.AppCursor, EchoOff: st.EchoOff,
 		Integration: st.Integration, Title: g.stages.redact(st.Title), StartedAt: st.Started.UTC().Format(time.RFC3339),
@@ -983,7 +1083,7 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	if err != nil {
 		return nil, out, err
 	}
-	r, err := session.Exec(ctx, []string{shell, "-c", in.Command}, cwd, env, limit, 4*g.cfg.MaxOutput)
+	r, err := session.Exec(ctx, []string{shell, "-c", in.Command}, cwd, env, limit, 4*g.cfg.MaxOutput, g.redactor)
 	if err != nil {
 		return nil, out, fmt.Errorf("exec: %w", err)
 	}
