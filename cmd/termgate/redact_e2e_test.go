@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/termgate/termgate/policies"
 )
 
 // fakeToken is a GitHub-token-shaped string made up here: no real secret.
@@ -170,5 +172,40 @@ func TestRedactCommand(t *testing.T) {
 	}
 	if !strings.HasPrefix(got, "line one\n\x1b[32m[REDACTED:github-pat:") || !strings.HasSuffix(got, "last line\n") {
 		t.Fatalf("output: %q", got)
+	}
+}
+
+// TestRedactCommandBundleRules: an operator's rule in the bundle's data
+// (data.termgate.redaction.rules) is applied with the built-in ones.
+func TestRedactCommandBundleRules(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, policies.FS); err != nil {
+		t.Fatal(err)
+	}
+	rule := `{"redaction": {"rules": [{"id": "acme-token", "regex": "\\b(acme_[a-z0-9]{16})\\b", "secret_group": 1, "keywords": ["acme_"]}]}}`
+	if err := os.MkdirAll(filepath.Join(dir, "termgate"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "termgate", "data.json"), []byte(rule), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	acme := "acme_" + strings.ToLower(fakeWord("")[:12]) + "0042"
+	cmd := exec.Command(binPath, "redact", "--policy-dir", dir)
+	cmd.Stdin = strings.NewReader("deploying with " + acme + " now\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("termgate redact: %v: %s", err, out)
+	}
+	if got := string(out); strings.Contains(got, acme) || !strings.Contains(got, "[REDACTED:acme-token:") {
+		t.Fatalf("operator rule not applied: %q", got)
+	}
+	// A broken rule is refused with its id.
+	bad := `{"redaction": {"rules": [{"id": "broken", "regex": "(", "keywords": ["x"]}]}}`
+	if err := os.WriteFile(filepath.Join(dir, "termgate", "data.json"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(binPath, "redact", "--policy-dir", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "broken") {
+		t.Fatalf("a broken rule was accepted: %v %s", err, out)
 	}
 }
