@@ -113,6 +113,9 @@ func Open(o Options) (*Log, error) {
 	if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
+	if fi, err := os.Stat(o.Path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("audit: %s is not a regular file", o.Path)
+	}
 	l := &Log{opt: o, stop: make(chan struct{}), stopped: make(chan struct{})}
 	last, torn, err := lastRecord(o.Path)
 	if err != nil {

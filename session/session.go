@@ -54,6 +54,18 @@ type Spec struct {
 	// the screen sees it, so the screen, scrollback and every result made
 	// from them are redacted at the source.
 	Redactor *redact.Engine
+	// NewTap, when set, is called once with the session's id before the
+	// program runs; the tap then sees the session's output as the screen
+	// does (redacted), every input written (raw: the tap redacts it, and
+	// is told whether the terminal's echo was off), and every resize.
+	NewTap func(id string) Tap
+}
+
+// Tap watches a session's traffic (a recording).
+type Tap interface {
+	Output(b []byte)
+	Input(b []byte, echoOff bool)
+	Resize(rows, cols int)
 }
 
 // WaitOpts says when a send or read is complete.
@@ -144,6 +156,7 @@ type Session struct {
 	lastOutput time.Time // when output last reached the screen
 	lastRead   time.Time // when the program last wrote (before any redaction hold)
 	stream     *redact.Stream
+	tap        Tap
 	lastInput  time.Time
 	started    time.Time
 	readPos    Pos // where the next "new" read starts
@@ -243,6 +256,9 @@ func start(id string, spec Spec) (*Session, error) {
 		return nil, fmt.Errorf("unknown mode %q", spec.Mode)
 	}
 	s.cmd = cmd
+	if spec.NewTap != nil {
+		s.tap = spec.NewTap(id)
+	}
 	if spec.Redactor != nil {
 		s.stream = spec.Redactor.NewStream(redact.DefaultIdle, s.show)
 	}
@@ -276,6 +292,9 @@ func (s *Session) reply(b []byte) {
 // show puts output on the screen; with a redactor it runs on the
 // redactor's schedule (at once, or after it held a trailing token).
 func (s *Session) show(b []byte) {
+	if s.tap != nil {
+		s.tap.Output(b)
+	}
 	s.mu.Lock()
 	s.screen.Write(b)
 	s.lastOutput = time.Now()
@@ -409,6 +428,9 @@ func (s *Session) Write(p []byte) error {
 	w := s.pty
 	if w == nil {
 		w = s.stdin
+	}
+	if s.tap != nil {
+		s.tap.Input(p, s.pty != nil && echoOff(s.pty.Fd()))
 	}
 	if _, err := w.Write(p); err != nil {
 		return fmt.Errorf("writing to session: %w", err)
@@ -990,6 +1012,9 @@ func (s *Session) Resize(rows, cols int) error {
 	}
 	s.screen.Resize(rows, cols)
 	s.spec.Rows, s.spec.Cols = rows, cols
+	if s.tap != nil {
+		s.tap.Resize(rows, cols)
+	}
 	return nil
 }
 

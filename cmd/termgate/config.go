@@ -33,6 +33,13 @@ type Config struct {
 	PolicyReload   time.Duration // how often to check the bundle for changes; 0: never
 	ConfirmTTL     time.Duration // how long a human has to answer a confirmation
 	Secrets        secretList    // NAME=env:VAR or NAME=file:PATH: secrets session_send types by name
+	AuditLog       string        // the audit log; empty: $XDG_STATE_HOME/termgate/audit.jsonl; "off": none
+	AuditKey       string        // the chain key file; empty: beside the default log
+	AuditMaxSize   int64         // rotate the audit log past this many bytes
+	AuditSync      time.Duration // fsync non-security records this often
+	AuditSyslog    string        // also forward records: udp://h:p, tcp://h:p, unix:///path
+	AuditFail      string        // refuse (default) or continue when the audit log cannot be written
+	RecordDir      string        // write an asciicast per session here
 }
 
 func defaultConfig() Config {
@@ -52,6 +59,9 @@ func defaultConfig() Config {
 		LogLevel:       "info",
 		PolicyReload:   2 * time.Second,
 		ConfirmTTL:     2 * time.Minute,
+		AuditMaxSize:   100 << 20,
+		AuditSync:      time.Second,
+		AuditFail:      "refuse",
 	}
 }
 
@@ -71,6 +81,13 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogFile, "log-file", c.LogFile, "write the server's log here (0600, appended) instead of stderr")
 	fs.StringVar(&c.PolicyDir, "policy-dir", c.PolicyDir, "policy bundle: a directory or an OPA .tar.gz bundle (default: the embedded bundle)")
 	fs.DurationVar(&c.ConfirmTTL, "confirm-timeout", c.ConfirmTTL, "how long a human has to answer a confirmation; unanswered is declined")
+	fs.StringVar(&c.AuditLog, "audit-log", c.AuditLog, `audit log file (default $XDG_STATE_HOME/termgate/audit.jsonl; "off" writes none, and every result says so)`)
+	fs.StringVar(&c.AuditKey, "audit-key", c.AuditKey, "the audit chain's key file, created 0600 when missing (default: audit.key beside the default log)")
+	fs.Int64Var(&c.AuditMaxSize, "audit-max-size", c.AuditMaxSize, "rotate the audit log when it passes this many bytes (0: never)")
+	fs.DurationVar(&c.AuditSync, "audit-sync", c.AuditSync, "fsync records that are not security events this often (security events: at once)")
+	fs.StringVar(&c.AuditSyslog, "audit-syslog", c.AuditSyslog, "also forward every record as RFC 5424 syslog: udp://host:port, tcp://host:port or unix:///dev/log")
+	fs.StringVar(&c.AuditFail, "audit-fail", c.AuditFail, "when the audit log cannot be written: refuse the input (default) or continue unrecorded")
+	fs.StringVar(&c.RecordDir, "record-dir", c.RecordDir, "record every session as an asciicast v2 file (0600) in this directory")
 	fs.Var(&c.Secrets, "secret", "a secret the gateway holds, typed by session_send {secret_ref: NAME} and masked everywhere: NAME=env:VAR or NAME=file:PATH (repeatable; the env twin takes a comma-separated list)")
 	fs.DurationVar(&c.PolicyReload, "policy-reload", c.PolicyReload, "check the policy bundle for changes this often and reload it (0: never)")
 }
@@ -122,6 +139,9 @@ func (c Config) validate() error {
 	check(c.Shell != "", "--shell must name a program")
 	check(c.PolicyReload >= 0, "--policy-reload must not be negative")
 	check(c.ConfirmTTL > 0, "--confirm-timeout must be positive")
+	check(c.AuditFail == "refuse" || c.AuditFail == "continue", "--audit-fail must be refuse or continue, not %q", c.AuditFail)
+	check(c.AuditSync > 0, "--audit-sync must be positive")
+	check(c.AuditMaxSize >= 0, "--audit-max-size must not be negative")
 	return errors.Join(errs...)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -87,10 +88,37 @@ type Auditor interface {
 
 // AuditEvent is one record handed to the Auditor.
 type AuditEvent struct {
-	Kind     string // decision | outcome
+	// Kind: decision | confirmation_asked | confirmation_answered |
+	// outcome | session_start | session_end | tool_error | server_start |
+	// server_stop | policy_load | policy_reload.
+	Kind     string
 	Input    GateInput
 	Decision Decision
 	Outcome  string
+	Approved bool           // confirmation_answered
+	Output   *OutputSummary // outcome
+	Session  *SessionFacts  // session_start, session_end
+	Err      string         // tool_error, a failed policy_reload (redacted)
+	Fields   map[string]any // extra ECS or termgate.* fields, dotted
+}
+
+// OutputSummary describes what an input produced.
+type OutputSummary struct {
+	Bytes, Lines, Redactions int
+	Completion               string
+	ExitCode                 *int
+}
+
+// SessionFacts describe a session starting or ending.
+type SessionFacts struct {
+	ID, Name, Program, Cwd, Mode string
+	Argv                         []string
+	Pid                          int
+	ExitCode                     *int
+	Signal                       string
+	Duration                     time.Duration
+	BytesIn, BytesOut            int64
+	Recording                    string
 }
 
 // Stages are the pluggable parts of the pipeline; nil stages are absent.
@@ -129,15 +157,27 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 			d = Decision{Action: "deny", Rule: d.Rule, Reason: d.Reason + " (needs a human's confirmation, and no confirmation channel is available)", Severity: d.Severity}
 			break
 		}
+		answering := req != nil && req.Params != nil && req.Params.RequestState != ""
+		if p.Auditor != nil && !answering {
+			if aerr := p.Auditor.Record(ctx, AuditEvent{Kind: "confirmation_asked", Input: in, Decision: d}); aerr != nil {
+				return d, fmt.Errorf("%w: the audit log could not record this input (%v); nothing was sent", ErrRefused, aerr)
+			}
+		}
 		ok, err := p.Confirmer.Confirm(ctx, req, in, d)
 		var need *errNeedInput
 		if errors.As(err, &need) {
-			if p.Auditor != nil {
-				if aerr := p.Auditor.Record(ctx, AuditEvent{Kind: "confirmation_asked", Input: in, Decision: d}); aerr != nil {
-					return d, fmt.Errorf("%w: the audit log could not record this input (%v); nothing was sent", ErrRefused, aerr)
-				}
-			}
 			return d, err
+		}
+		if p.Auditor != nil {
+			how := "approved by the human"
+			if err != nil {
+				how = err.Error()
+			} else if !ok {
+				how = "declined by the human"
+			}
+			if aerr := p.Auditor.Record(ctx, AuditEvent{Kind: "confirmation_answered", Input: in, Decision: d, Approved: ok && err == nil, Outcome: how}); aerr != nil {
+				return d, fmt.Errorf("%w: the audit log could not record this input (%v); nothing was sent", ErrRefused, aerr)
+			}
 		}
 		if err != nil || !ok {
 			why := "the human declined"
@@ -206,11 +246,35 @@ func (p *Stages) redact(s string) string {
 }
 
 // outcome runs stage 6.
-func (p *Stages) outcome(ctx context.Context, in GateInput, d Decision, summary string) error {
+func (p *Stages) outcome(ctx context.Context, in GateInput, d Decision, summary string, out *OutputSummary) error {
 	if p.Auditor == nil {
 		return nil
 	}
-	return p.Auditor.Record(ctx, AuditEvent{Kind: "outcome", Input: in, Decision: d, Outcome: summary})
+	return p.Auditor.Record(ctx, AuditEvent{Kind: "outcome", Input: in, Decision: d, Outcome: summary, Output: out})
+}
+
+// record writes an event that is not an input's (session start and end,
+// tool errors, the server's own); a nil Auditor records nothing.
+func (p *Stages) record(ctx context.Context, ev AuditEvent) error {
+	if p.Auditor == nil {
+		return nil
+	}
+	return p.Auditor.Record(ctx, ev)
+}
+
+// summarize describes output for the audit log.
+func summarize(text, completion string, exit *int) *OutputSummary {
+	return &OutputSummary{
+		Bytes: len(text), Lines: strings.Count(text, "\n") + btoi(text != "" && !strings.HasSuffix(text, "\n")),
+		Redactions: strings.Count(text, "[REDACTED:"), Completion: completion, ExitCode: exit,
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // describe says which stages are in force, for session_info and the policy

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -52,7 +53,22 @@ func (g *gateway) readSessionResource(ctx context.Context, req *mcp.ReadResource
 	case "screen":
 		text, _, _ = s.Screen()
 	case "recording":
-		return nil, fmt.Errorf("session %s has no recording: this build does not record sessions", s.ID())
+		v, ok := g.recordings.Load(s.ID())
+		if !ok {
+			return nil, fmt.Errorf("session %s has no recording: start termgate with --record-dir to record sessions", s.ID())
+		}
+		tap := v.(*recordingTap)
+		if err := tap.rec.Flush(); err != nil {
+			return nil, fmt.Errorf("session %s: flushing its recording: %w", s.ID(), err)
+		}
+		b, err := os.ReadFile(tap.rec.Path())
+		if err != nil {
+			return nil, fmt.Errorf("session %s: reading its recording: %w", s.ID(), err)
+		}
+		// Written redacted already; it is served as it is on disk.
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
+			URI: uri, MIMEType: "application/x-asciicast", Text: string(b),
+		}}}, nil
 	default:
 		return nil, mcp.ResourceNotFoundError(uri)
 	}

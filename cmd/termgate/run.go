@@ -39,6 +39,8 @@ usage:
                              run the bundle's Rego tests
   termgate redact [--policy-dir D] [--secret NAME=env:VAR]
                              mask secrets: stdin to stdout, with the gateway's rules
+  termgate audit verify [--audit-key F] FILE...
+                             check an audit log's chain: intact, or what was edited, deleted, inserted, reordered
   termgate version           print the version
   termgate help              this text; "termgate serve -h" lists the flags
 
@@ -58,6 +60,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		return policyMain(args, stdin, stdout, stderr, getenv)
 	case "redact":
 		return redactMain(args, stdin, stdout, stderr, getenv)
+	case "audit":
+		return auditMain(args, stdout, stderr, getenv)
 	case "version":
 		fmt.Fprintln(stdout, "termgate", version())
 		return 0
@@ -137,8 +141,39 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		return err
 	}
 	logger.Info("redaction ready", "rules", redactor.Rules(), "secrets_held", len(secrets))
-	gw := newGateway(cfg, logger, Stages{Decider: engineDecider{engine}, Confirmer: confirmer, Redactor: redactor})
+	stages := Stages{Decider: engineDecider{engine}, Confirmer: confirmer, Redactor: redactor}
+	var auditor *ecsAuditor
+	if cfg.AuditLog != "off" {
+		auditor, err = newAuditor(cfg, redactor, func() (string, string) {
+			b := engine.Bundle()
+			return b.Source, b.Revision
+		}, logger, getenv)
+		if err != nil {
+			return err
+		}
+		stages.Auditor = auditor
+		logger.Info("audit log", "path", auditor.log.Path())
+	} else {
+		logger.Warn("the audit log is off (--audit-log=off): nothing is recorded")
+	}
+	gw := newGateway(cfg, logger, stages)
 	gw.redactor, gw.secrets = redactor, secrets
+	bg := context.Background()
+	if err := stages.record(bg, AuditEvent{Kind: "server_start"}); err != nil {
+		return err
+	}
+	if err := stages.record(bg, AuditEvent{Kind: "policy_load"}); err != nil {
+		return err
+	}
+	defer func() {
+		if auditor == nil {
+			return
+		}
+		_ = stages.record(bg, AuditEvent{Kind: "server_stop"})
+		if err := auditor.close(); err != nil {
+			logger.Error("closing the audit log", "err", err)
+		}
+	}()
 	defer gw.shutdown()
 	srv := gw.server()
 
@@ -152,9 +187,11 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		engine.Watch(watchCtx, cfg.PolicyReload, func(b *policy.Bundle, err error) {
 			if err != nil {
 				logger.Error("policy reload rejected; the last good bundle stays in force", "err", err, "revision", engine.Bundle().Revision)
+				_ = stages.record(bg, AuditEvent{Kind: "policy_reload", Err: err.Error()})
 				return
 			}
 			logger.Info("policy reloaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash)
+			_ = stages.record(bg, AuditEvent{Kind: "policy_reload", Fields: map[string]any{"termgate.policy.hash": b.Hash}})
 		})
 	}()
 	defer func() { stopWatch(); <-watched }()
@@ -190,6 +227,11 @@ type gateway struct {
 	redactor *redact.Engine    // masks output at the source, in every session
 	secrets  map[string]string // the secrets session_send can type by name
 
+	// ends counts the watchers that record each session's end.
+	ends sync.WaitGroup
+	// recordings holds each recorded session's tap, by session id.
+	recordings sync.Map
+
 	// unfinished holds, per session, the lines of a shell command that
 	// continues on the next line: each continuation is judged with them.
 	unfinishedMu sync.Mutex
@@ -204,11 +246,14 @@ func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
 	return g
 }
 
-// shutdown closes every session; it is safe to call more than once.
+// shutdown closes every session and waits for their end to be recorded;
+// it is safe to call more than once.
 func (g *gateway) shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	return g.mgr.Shutdown(ctx)
+	err := g.mgr.Shutdown(ctx)
+	g.ends.Wait()
+	return err
 }
 
 func (g *gateway) server() *mcp.Server {

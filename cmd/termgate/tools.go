@@ -34,9 +34,13 @@ func ptr[T any](v T) *T { return &v }
 // (a refused line, an argv) that holds a secret.
 func guard[In, Out any](g *gateway, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		ctx = withCall(ctx, req)
 		res, out, err := h(ctx, req, in)
 		if err != nil {
 			err = errors.New(g.stages.redact(err.Error()))
+			if aerr := g.stages.record(ctx, AuditEvent{Kind: "tool_error", Err: err.Error(), Input: GateInput{Client: clientOf(req)}}); aerr != nil {
+				g.log.Error("audit: recording a tool error", "err", aerr)
+			}
 		}
 		return res, out, err
 	}
@@ -421,10 +425,48 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, out, err
 	}
-	s, err := g.mgr.Start(session.Spec{Name: in.Name, Argv: argv, Dir: cwd, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor})
+	spec := session.Spec{Name: in.Name, Argv: argv, Dir: cwd, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor}
+	var tap *recordingTap
+	var tapErr error
+	if g.cfg.RecordDir != "" {
+		spec.NewTap = func(id string) session.Tap {
+			tap, tapErr = newRecordingTap(g.cfg.RecordDir, id, spec, g.redactor)
+			if tapErr != nil {
+				return nil
+			}
+			return tap
+		}
+	}
+	s, err := g.mgr.Start(spec)
 	if err != nil {
 		return nil, out, fmt.Errorf("session not started: %w", err)
 	}
+	if tapErr != nil {
+		_ = g.mgr.Close(ctx, s.ID())
+		return nil, out, fmt.Errorf("session not started: its recording could not be made: %w", tapErr)
+	}
+	recording := ""
+	if tap != nil {
+		recording = tap.rec.Path()
+		g.recordings.Store(s.ID(), tap)
+	}
+	if err := g.stages.record(ctx, AuditEvent{Kind: "session_start", Input: gin, Session: sessionFacts(s, recording)}); err != nil {
+		_ = g.mgr.Close(ctx, s.ID())
+		return nil, out, fmt.Errorf("%w: the audit log could not record the session's start (%v); it was closed", ErrRefused, err)
+	}
+	g.ends.Add(1)
+	go func() {
+		defer g.ends.Done()
+		<-s.Done()
+		if tap != nil {
+			if err := tap.close(); err != nil {
+				g.log.Error("closing a recording", "session", s.ID(), "err", err)
+			}
+		}
+		if err := g.stages.record(context.Background(), AuditEvent{Kind: "session_end", Input: GateInput{Client: gin.Client}, Session: sessionFacts(s, recording)}); err != nil {
+			g.log.Error("audit: recording a session's end", "session", s.ID(), "err", err)
+		}
+	}()
 	r, err := s.WaitStart(ctx, session.WaitOpts{Timeout: wait, Quiet: g.cfg.Quiet})
 	if err != nil {
 		return nil, out, err
@@ -438,7 +480,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		Prompt: g.stages.redact(r.Prompt), Truncated: truncated,
 		Sandbox: sandboxStatus, Stages: g.stages.describe(), Decision: &d,
 	}
-	if err := g.stages.outcome(ctx, gin, d, "session "+s.ID()+" started"); err != nil {
+	if err := g.stages.outcome(ctx, gin, d, "session "+s.ID()+" started", summarize(text, out.Completion, nil)); err != nil {
 		return nil, out, err
 	}
 	g.log.Info("session started", "session", s.ID(), "program", st.Program, "pid", st.Pid, "mode", mode)
@@ -701,7 +743,7 @@ func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Re
 	}
 	if d != nil {
 		summary := fmt.Sprintf("%s: %d characters of output", out.Completion, len(text))
-		if err := g.stages.outcome(ctx, gin, *d, summary); err != nil {
+		if err := g.stages.outcome(ctx, gin, *d, summary, summarize(text, out.Completion, r.ExitCode)); err != nil {
 			return nil, out, fmt.Errorf("the audit log could not record the outcome: %w", err)
 		}
 	}
@@ -1092,7 +1134,7 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 		Output: text, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Truncated: truncated || r.Truncated,
 		Duration: r.Duration.Milliseconds(), Sandbox: sandboxStatus, Decision: &d,
 	}
-	if err := g.stages.outcome(ctx, gin, d, fmt.Sprintf("exit %d", r.ExitCode)); err != nil {
+	if err := g.stages.outcome(ctx, gin, d, fmt.Sprintf("exit %d", r.ExitCode), summarize(text, "exited", &r.ExitCode)); err != nil {
 		return nil, out, err
 	}
 	status := fmt.Sprintf("[exit %d · %d ms", r.ExitCode, out.Duration)

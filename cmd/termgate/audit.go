@@ -1,0 +1,366 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/redact"
+	"github.com/termgate/termgate/session"
+)
+
+// The audit stage: every event of the pipeline becomes one ECS record in
+// the hash-chained log (package audit). Field choices, written down:
+//
+//   - event.kind is always "event"; event.category/type come from ECS's
+//     allowed values: an input's decision is intrusion_detection with
+//     allowed or denied; a session's start and end are session+process
+//     with start or end; output is process/info; policy loads are
+//     configuration; tool errors are api/error.
+//   - the input goes in process.command_line, redacted; input typed with
+//     the terminal's echo off is "[input suppressed: echo off]";
+//   - rule.id is the deciding rule, rule.ruleset the bundle's source and
+//     rule.version its revision; what ECS lacks is under termgate.*;
+//   - gen_ai.tool.name and gen_ai.tool.call.id tie a tool call to its
+//     decision, its write and its output (the call id is the gateway's own
+//     correlation id); gen_ai.agent.name is the MCP client's name.
+
+// callKey carries the correlation id of a tool call in its context.
+type callKey struct{}
+
+type callInfo struct{ id, tool string }
+
+func withCall(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	tool := ""
+	if req != nil && req.Params != nil {
+		tool = req.Params.Name
+	}
+	return context.WithValue(ctx, callKey{}, callInfo{id: hex.EncodeToString(b), tool: tool})
+}
+
+// ecsAuditor is the Auditor: it turns events into ECS records.
+type ecsAuditor struct {
+	log      *audit.Log
+	red      *redact.Engine
+	revision func() (source, revision string)
+	failOpen bool // --audit-fail=continue
+	logger   *slog.Logger
+	user     string
+	host     string
+}
+
+func newAuditor(cfg Config, red *redact.Engine, revision func() (string, string), logger *slog.Logger, getenv func(string) string) (*ecsAuditor, error) {
+	path, keyPath := cfg.AuditLog, cfg.AuditKey
+	state := stateDir(getenv)
+	if path == "" {
+		path = filepath.Join(state, "audit.jsonl")
+	}
+	if keyPath == "" {
+		keyPath = filepath.Join(state, "audit.key")
+	}
+	key, err := audit.LoadKey(keyPath, true)
+	if err != nil {
+		return nil, err
+	}
+	o := audit.Options{Path: path, Key: key, MaxSize: cfg.AuditMaxSize, SyncEvery: cfg.AuditSync}
+	if cfg.AuditSyslog != "" {
+		fw, err := audit.NewSyslog(cfg.AuditSyslog)
+		if err != nil {
+			return nil, err
+		}
+		o.Forward = fw
+	}
+	l, err := audit.Open(o)
+	if err != nil {
+		return nil, err
+	}
+	a := &ecsAuditor{log: l, red: red, revision: revision, failOpen: cfg.AuditFail == "continue", logger: logger}
+	if u, err := user.Current(); err == nil {
+		a.user = u.Username
+	}
+	a.host, _ = os.Hostname()
+	return a, nil
+}
+
+// stateDir is $XDG_STATE_HOME/termgate, or ~/.local/state/termgate.
+func stateDir(getenv func(string) string) string {
+	if d := getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "termgate")
+	}
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return filepath.Join(home, ".local", "state", "termgate")
+}
+
+// Record implements [Auditor].
+func (a *ecsAuditor) Record(ctx context.Context, ev AuditEvent) error {
+	r, security := a.build(ctx, ev)
+	err := a.log.Write(r, security)
+	if err != nil && a.failOpen {
+		a.logger.Error("audit write failed; going on unrecorded (--audit-fail=continue)", "err", err)
+		return nil
+	}
+	return err
+}
+
+func (a *ecsAuditor) close() error { return a.log.Close() }
+
+var severityNumber = map[string]int{"low": 1, "medium": 2, "high": 3, "critical": 4}
+
+func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bool) {
+	red := a.red.Redact
+	r := audit.Record{}
+	r.Set("event.kind", "event").Set("event.provider", "termgate").Set("event.dataset", "termgate.audit").
+		Set("event.module", "termgate").Set("observer.product", "termgate").Set("observer.vendor", "termgate").
+		Set("observer.version", version())
+	if a.host != "" {
+		r.Set("host.name", a.host)
+	}
+	if a.user != "" {
+		r.Set("user.name", a.user)
+	}
+	if c, ok := ctx.Value(callKey{}).(callInfo); ok {
+		r.Set("gen_ai.tool.call.id", c.id)
+		if c.tool != "" {
+			r.Set("gen_ai.tool.name", c.tool)
+		}
+	}
+	in := ev.Input
+	if in.Client.Name != "" {
+		r.Set("gen_ai.agent.name", in.Client.Name)
+	}
+	ref := in.Session
+	if ref == nil {
+		ref = in.Start
+	}
+	if ref != nil {
+		if ref.ID != "" {
+			r.Set("termgate.session.id", ref.ID)
+		}
+		if ref.Name != "" {
+			r.Set("termgate.session.name", ref.Name)
+		}
+		if ref.Cwd != "" {
+			r.Set("process.working_directory", red(ref.Cwd))
+		}
+	}
+	if in.Program != "" {
+		r.Set("process.name", in.Program)
+	}
+	text := red(in.Text)
+	if in.Secret {
+		text = "[input suppressed: echo off]"
+	}
+	source, revision := a.revision()
+	setRule := func(d Decision) {
+		r.Set("rule.id", d.Rule).Set("rule.ruleset", source).Set("rule.version", revision)
+		r.Set("termgate.decision.action", d.Action).Set("termgate.decision.rule", d.Rule)
+		if d.Severity != "" {
+			r.Set("termgate.decision.severity", d.Severity).Set("event.severity", severityNumber[d.Severity])
+		}
+		if d.Reason != "" {
+			r.Set("event.reason", red(d.Reason))
+		}
+		if d.Profile != "" {
+			r.Set("termgate.decision.profile", d.Profile)
+		}
+	}
+	security := false
+	msg := ""
+	switch ev.Kind {
+	case "decision":
+		allowed := ev.Decision.Action == "allow"
+		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{map[bool]string{true: "allowed", false: "denied"}[allowed]}).
+			Set("event.action", inputAction(in.Action)).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[allowed])
+		setInput(r, in.Action, text)
+		setRule(ev.Decision)
+		security = !allowed || strings.Contains(ev.Decision.Reason, "(confirmed by the human)") || in.Action == "start"
+		msg = fmt.Sprintf("%s %s by %s", map[bool]string{true: "allowed", false: "denied"}[allowed], inputAction(in.Action), ev.Decision.Rule)
+	case "confirmation_asked":
+		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{"info"}).
+			Set("event.action", "confirmation-requested").Set("event.outcome", "unknown")
+		setInput(r, in.Action, text)
+		setRule(ev.Decision)
+		r.Set("termgate.confirmation.via", "mcp-elicitation")
+		security, msg = true, "asked the human to confirm: "+ev.Decision.Rule
+	case "confirmation_answered":
+		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{map[bool]string{true: "allowed", false: "denied"}[ev.Approved]}).
+			Set("event.action", "confirmation-answered").Set("event.outcome", map[bool]string{true: "success", false: "failure"}[ev.Approved])
+		setInput(r, in.Action, text)
+		setRule(ev.Decision)
+		r.Set("termgate.confirmation.approved", ev.Approved).Set("termgate.confirmation.answered_by", "human (MCP client)").
+			Set("termgate.confirmation.via", "mcp-elicitation").Set("termgate.confirmation.detail", red(ev.Outcome))
+		security, msg = true, "confirmation "+map[bool]string{true: "approved", false: "not given"}[ev.Approved]+": "+red(ev.Outcome)
+	case "outcome":
+		r.Set("event.category", []string{"process"}).Set("event.type", []string{"info"}).
+			Set("event.action", "terminal-output").Set("event.outcome", "success")
+		setRule(ev.Decision)
+		if o := ev.Output; o != nil {
+			r.Set("termgate.output.bytes", o.Bytes).Set("termgate.output.lines", o.Lines).
+				Set("termgate.output.redactions", o.Redactions).Set("termgate.output.completion", o.Completion)
+			if o.ExitCode != nil {
+				r.Set("process.exit_code", *o.ExitCode)
+			}
+		}
+		msg = red(ev.Outcome)
+	case "session_start", "session_end":
+		start := ev.Kind == "session_start"
+		r.Set("event.category", []string{"session", "process"}).Set("event.type", []string{map[bool]string{true: "start", false: "end"}[start]}).
+			Set("event.action", strings.ReplaceAll(ev.Kind, "_", "-")).Set("event.outcome", "success")
+		if f := ev.Session; f != nil {
+			r.Set("termgate.session.id", f.ID).Set("termgate.session.mode", f.Mode).Set("process.pid", f.Pid).
+				Set("process.interactive", f.Mode == "pty").Set("termgate.sandbox.status", sandboxStatus)
+			if f.Name != "" {
+				r.Set("termgate.session.name", f.Name)
+			}
+			if f.Program != "" {
+				r.Set("process.name", f.Program)
+			}
+			if len(f.Argv) > 0 {
+				args := make([]string, len(f.Argv))
+				for i, s := range f.Argv {
+					args[i] = red(s)
+				}
+				r.Set("process.args", args).Set("process.args_count", len(args)).Set("process.executable", args[0])
+			}
+			if f.Cwd != "" {
+				r.Set("process.working_directory", red(f.Cwd))
+			}
+			if f.Recording != "" {
+				r.Set("termgate.recording.path", f.Recording)
+			}
+			if !start {
+				if f.ExitCode != nil {
+					r.Set("process.exit_code", *f.ExitCode)
+				}
+				if f.Signal != "" {
+					r.Set("termgate.session.signal", f.Signal)
+				}
+				r.Set("event.duration", f.Duration.Nanoseconds()).Set("termgate.session.bytes_in", f.BytesIn).
+					Set("termgate.session.bytes_out", f.BytesOut)
+			}
+			msg = fmt.Sprintf("session %s %s", f.ID, map[bool]string{true: "started", false: "ended"}[start])
+		}
+		security = true
+	case "tool_error":
+		r.Set("event.category", []string{"api"}).Set("event.type", []string{"error"}).
+			Set("event.action", "tool-error").Set("event.outcome", "failure").Set("error.message", red(ev.Err))
+		msg = red(ev.Err)
+	case "server_start", "server_stop":
+		start := ev.Kind == "server_start"
+		r.Set("event.category", []string{"process"}).Set("event.type", []string{map[bool]string{true: "start", false: "end"}[start]}).
+			Set("event.action", map[bool]string{true: "gateway-start", false: "gateway-stop"}[start]).Set("event.outcome", "success").
+			Set("process.pid", os.Getpid()).Set("process.name", "termgate")
+		security, msg = true, "termgate "+map[bool]string{true: "started", false: "stopped"}[start]
+	case "policy_load", "policy_reload":
+		ok := ev.Err == ""
+		r.Set("event.category", []string{"configuration"}).Set("event.type", []string{map[bool]string{true: "info", false: "change"}[ev.Kind == "policy_load"]}).
+			Set("event.action", strings.ReplaceAll(ev.Kind, "_", "-")).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[ok]).
+			Set("rule.ruleset", source).Set("rule.version", revision)
+		if !ok {
+			r.Set("error.message", red(ev.Err))
+		}
+		security, msg = true, strings.ReplaceAll(ev.Kind, "_", " ")
+	}
+	for k, v := range ev.Fields {
+		r.Set(k, v)
+	}
+	if msg != "" {
+		r.Set("message", msg)
+	}
+	return r, security
+}
+
+func inputAction(a string) string {
+	switch a {
+	case "input":
+		return "terminal-input"
+	case "keys":
+		return "terminal-keys"
+	case "exec":
+		return "exec-command"
+	case "start":
+		return "session-start-request"
+	}
+	return a
+}
+
+// setInput puts what was typed where ECS and SIEM rules look for it.
+func setInput(r audit.Record, action, text string) {
+	if action == "keys" {
+		r.Set("termgate.keys", text)
+		return
+	}
+	r.Set("process.command_line", text)
+}
+
+// recordingTap records a session as an asciicast: output as the screen
+// gets it (redacted at the source), input through its own redacting
+// stream, and nothing typed while the terminal's echo is off.
+type recordingTap struct {
+	rec   *audit.Recording
+	input *redact.Stream
+	mu    sync.Mutex
+}
+
+func newRecordingTap(dir, id string, spec session.Spec, red *redact.Engine) (*recordingTap, error) {
+	env := map[string]string{"TERM": "xterm-256color"}
+	if sh := os.Getenv("SHELL"); sh != "" {
+		env["SHELL"] = sh
+	}
+	args := make([]string, len(spec.Argv))
+	for i, a := range spec.Argv {
+		args[i] = red.Redact(a)
+	}
+	rec, err := audit.NewRecording(filepath.Join(dir, id+".cast"), audit.Header{
+		Width: spec.Cols, Height: spec.Rows, Command: strings.Join(args, " "), Title: "termgate session " + id, Env: env,
+	})
+	if err != nil {
+		return nil, err
+	}
+	t := &recordingTap{rec: rec}
+	t.input = red.NewStream(redact.DefaultIdle, rec.Input)
+	return t, nil
+}
+
+func (t *recordingTap) Output(b []byte) { t.rec.Output(b) }
+
+func (t *recordingTap) Input(b []byte, echoOff bool) {
+	if echoOff {
+		return
+	}
+	_, _ = t.input.Write(b)
+}
+
+func (t *recordingTap) Resize(rows, cols int) { t.rec.Resize(cols, rows) }
+
+func (t *recordingTap) close() error {
+	t.input.Close()
+	return t.rec.Close()
+}
+
+// sessionFacts describes a session for its start and end records.
+func sessionFacts(s *session.Session, recording string) *SessionFacts {
+	st := s.Status()
+	f := &SessionFacts{
+		ID: st.ID, Name: st.Name, Program: st.Program, Cwd: st.Dir, Mode: string(st.Mode), Argv: st.Argv,
+		Pid: st.Pid, ExitCode: st.ExitCode, Signal: st.Signal, Duration: time.Since(st.Started),
+		BytesIn: st.BytesIn, BytesOut: st.BytesOut, Recording: recording,
+	}
+	return f
+}
