@@ -95,7 +95,12 @@ func TestCloseEscalatesToSIGKILL(t *testing.T) {
 	// A job that ignores EOF, SIGHUP and SIGTERM, in its own process group.
 	s.Send(ctx, "(trap '' HUP TERM; exec sleep "+mk+") &", true, WaitOpts{Timeout: 5 * time.Second})
 	s.Send(ctx, "trap '' HUP TERM; set -o ignoreeof", true, WaitOpts{Timeout: 5 * time.Second})
+	// The background subshell execs sleep when it is scheduled: wait for it.
 	pids := pgrepArg(mk)
+	for deadline := time.Now().Add(10 * time.Second); len(pids) != 1 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		pids = pgrepArg(mk)
+	}
 	if len(pids) != 1 {
 		t.Fatalf("marker processes: %v", pids)
 	}

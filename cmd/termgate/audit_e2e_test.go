@@ -236,8 +236,7 @@ func TestAuditLogOfARealSession(t *testing.T) {
 	}
 	transcript := str(s.ok("session_read", map[string]any{"session_id": id, "mode": "scrollback"}), "output")
 	s.ok("session_close", map[string]any{"session_id": id})
-	s.close()
-	s.cmd.Wait()
+	s.close() // waits for the server to exit
 
 	out, code := verify(t, keyPath, logPath)
 	if code != 0 || !strings.Contains(out, "OK:") || !strings.Contains(out, "ends with the gateway's closing checkpoint") {
@@ -340,7 +339,7 @@ func TestAuditSurvivesKill9(t *testing.T) {
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	s.cmd.Wait()
+	s.close() // the client sees the server gone and reaps it
 	out, code := verify(t, keyPath, logPath)
 	if code != 0 || !strings.Contains(out, "does NOT end with the gateway's closing checkpoint") {
 		t.Fatalf("audit verify after kill -9: exit %d: %s", code, out)
