@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/termgate/termgate/redact"
+	"github.com/termgate/termgate/sandbox"
 )
 
 // ExecResult is the outcome of Exec.
@@ -28,7 +29,9 @@ type ExecResult struct {
 //
 // With a redactor, output is redacted as it streams, before the head and
 // tail are kept: a secret cannot straddle the cut.
-func Exec(ctx context.Context, argv []string, dir string, env []string, limit time.Duration, maxBytes int, red *redact.Engine) (ExecResult, error) {
+//
+// With a sandbox spec, the command runs confined as a session would be.
+func Exec(ctx context.Context, argv []string, dir string, env []string, limit time.Duration, maxBytes int, red *redact.Engine, sb *sandbox.Spec) (ExecResult, error) {
 	if len(argv) == 0 {
 		return ExecResult{}, errors.New("no command")
 	}
@@ -53,9 +56,44 @@ func Exec(ctx context.Context, argv []string, dir string, env []string, limit ti
 		out = stream
 	}
 	cmd.Stdout, cmd.Stderr = out, out
+	var launch *sandbox.Launch
+	var cg *sandbox.Cgroup
+	if sb != nil {
+		spec := *sb
+		spec.Argv, spec.Env, spec.Dir = argv, env, dir
+		if !spec.Unconfined {
+			tmp, err := os.MkdirTemp("", "termgate-exec-")
+			if err != nil {
+				return ExecResult{}, err
+			}
+			defer os.RemoveAll(tmp)
+			spec.Write = append(spec.Write, tmp)
+			spec.Env = setEnv(append([]string(nil), env...), "TMPDIR", tmp)
+			res := sandbox.Status{Profile: spec.Profile, Enforced: true, Seccomp: true}
+			if c, err := sandbox.NewCgroup("exec-"+newID(), spec.Limits.Processes); err == nil {
+				cg, res.Cgroup = c, true
+				spec.Cgroups = []string{c.Procs()}
+				defer func() { c.Kill(); _ = c.Remove() }()
+			} else if spec.NeedsCgroup && !spec.BestEffort {
+				return ExecResult{}, fmt.Errorf("not run: its process count cannot be bounded (%v)", err)
+			}
+		}
+		var err error
+		if launch, err = sandbox.Prepare(cmd, spec); err != nil {
+			return ExecResult{}, err
+		}
+	}
+	_ = cg
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return ExecResult{}, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	if launch != nil {
+		if err := launch.Started(cmd); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return ExecResult{}, fmt.Errorf("not confined, so not run: %w", err)
+		}
 	}
 	pid := cmd.Process.Pid
 	done := make(chan error, 1)

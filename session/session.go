@@ -19,6 +19,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/termgate/termgate/redact"
+	"github.com/termgate/termgate/sandbox"
 )
 
 // Mode is how a session's program is connected.
@@ -59,6 +60,11 @@ type Spec struct {
 	// does (redacted), every input written (raw: the tap redacts it, and
 	// is told whether the terminal's echo was off), and every resize.
 	NewTap func(id string) Tap
+	// Sandbox, when set, confines the session: its program is started
+	// through the sandbox launcher. Argv, Env and Dir are filled in here;
+	// the session's private directory is added to what it may write, and
+	// is its TMPDIR.
+	Sandbox *sandbox.Spec
 }
 
 // Tap watches a session's traffic (a recording).
@@ -157,6 +163,8 @@ type Session struct {
 	lastRead   time.Time // when the program last wrote (before any redaction hold)
 	stream     *redact.Stream
 	tap        Tap
+	cgroup     *sandbox.Cgroup
+	sandbox    sandbox.Status
 	lastInput  time.Time
 	started    time.Time
 	readPos    Pos // where the next "new" read starts
@@ -212,6 +220,13 @@ func start(id string, spec Spec) (*Session, error) {
 	cmd.Path = argv[0]
 	cmd.Dir = spec.Dir
 	cmd.Env = env
+	var launch *sandbox.Launch
+	if spec.Sandbox != nil {
+		if launch, err = s.prepareSandbox(cmd, *spec.Sandbox, argv, env); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	// Pdeathsig: if the server dies without closing its sessions, the
 	// session leader gets SIGKILL rather than living on.
 	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
@@ -222,10 +237,17 @@ func start(id string, spec Spec) (*Session, error) {
 		cmd.SysProcAttr = attr
 		f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Rows: uint16(spec.Rows), Cols: uint16(spec.Cols)}, attr)
 		if err != nil {
-			os.RemoveAll(dir)
+			s.cleanupFailed(nil)
 			return nil, fmt.Errorf("starting %s: %w", spec.Argv[0], err)
 		}
 		s.pty, s.out = f, f
+		if launch != nil {
+			if err := launch.Started(cmd); err != nil {
+				f.Close()
+				s.cleanupFailed(cmd)
+				return nil, fmt.Errorf("session not confined, so not started: %w", err)
+			}
+		}
 	case ModePipe:
 		cmd.SysProcAttr = attr
 		inR, inW, err := os.Pipe()
@@ -244,10 +266,18 @@ func start(id string, spec Spec) (*Session, error) {
 		err = cmd.Start()
 		inR.Close()
 		outW.Close()
+		if err == nil && launch != nil {
+			if err = launch.Started(cmd); err != nil {
+				inW.Close()
+				outR.Close()
+				s.cleanupFailed(cmd)
+				return nil, fmt.Errorf("session not confined, so not started: %w", err)
+			}
+		}
 		if err != nil {
 			inW.Close()
 			outR.Close()
-			os.RemoveAll(dir)
+			s.cleanupFailed(nil)
 			return nil, fmt.Errorf("starting %s: %w", spec.Argv[0], err)
 		}
 		s.stdin, s.out = inW, outR
@@ -266,6 +296,57 @@ func start(id string, spec Spec) (*Session, error) {
 	go s.waitLoop()
 	return s, nil
 }
+
+// prepareSandbox makes cmd start through the sandbox launcher.
+func (s *Session) prepareSandbox(cmd *exec.Cmd, sb sandbox.Spec, argv, env []string) (*sandbox.Launch, error) {
+	tmp := filepath.Join(s.privDir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the session's tmp: %w", err)
+	}
+	sb.Argv, sb.Dir = argv, s.spec.Dir
+	sb.Env = setEnv(append([]string(nil), env...), "TMPDIR", tmp)
+	st := sandbox.Status{Profile: sb.Profile}
+	if !sb.Unconfined {
+		sb.Write = append(sb.Write, s.privDir)
+		support := sandbox.Probe()
+		st.LandlockABI = min(support.LandlockABI, sandbox.MinABI)
+		st.Seccomp = support.SeccompAPI > 0
+		st.Enforced = true
+		if support.LandlockABI < sandbox.MinABI {
+			if !sb.BestEffort {
+				return nil, fmt.Errorf("session not started: this kernel's Landlock ABI is %d and confined sessions need %d (termgate sandbox check; --sandbox=best-effort runs degraded)", support.LandlockABI, sandbox.MinABI)
+			}
+			st.NotEnforced = append(st.NotEnforced, fmt.Sprintf("landlock ABI %d < %d", support.LandlockABI, sandbox.MinABI))
+		}
+		cg, err := sandbox.NewCgroup(s.id, sb.Limits.Processes)
+		switch {
+		case err == nil:
+			s.cgroup, st.Cgroup = cg, true
+			sb.Cgroups = []string{cg.Procs()}
+		case sb.NeedsCgroup && !sb.BestEffort:
+			return nil, fmt.Errorf("session not started: its process count cannot be bounded (%v); RLIMIT_NPROC does not bind root (--session-user, or --sandbox=best-effort)", err)
+		case sb.NeedsCgroup:
+			st.NotEnforced = append(st.NotEnforced, "process count: no pids cgroup, and RLIMIT_NPROC does not bind root")
+		}
+	}
+	s.sandbox = st
+	return sandbox.Prepare(cmd, sb)
+}
+
+// cleanupFailed undoes a start that did not happen.
+func (s *Session) cleanupFailed(cmd *exec.Cmd) {
+	if cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	if s.cgroup != nil {
+		_ = s.cgroup.Remove()
+	}
+	os.RemoveAll(s.privDir)
+}
+
+// Sandbox says how the session is confined.
+func (s *Session) Sandbox() sandbox.Status { return s.sandbox }
 
 // ID returns the session's id.
 func (s *Session) ID() string { return s.id }
@@ -365,6 +446,11 @@ func (s *Session) waitLoop() {
 	// so that a program's exit never leaves orphans behind.
 	pid := s.cmd.Process.Pid
 	reapTree(pid, 200*time.Millisecond)
+	if s.cgroup != nil {
+		// What left the process session (setsid) is still in the cgroup.
+		s.cgroup.Kill()
+		_ = s.cgroup.Remove()
+	}
 	// Let the reader drain what the program printed last.
 	select {
 	case <-s.readerDone:

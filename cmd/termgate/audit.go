@@ -224,7 +224,14 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 			Set("event.action", strings.ReplaceAll(ev.Kind, "_", "-")).Set("event.outcome", "success")
 		if f := ev.Session; f != nil {
 			r.Set("termgate.session.id", f.ID).Set("termgate.session.mode", f.Mode).Set("process.pid", f.Pid).
-				Set("process.interactive", f.Mode == "pty").Set("termgate.sandbox.status", sandboxStatus)
+				Set("process.interactive", f.Mode == "pty").Set("termgate.sandbox.status", f.Sandbox)
+			if st := f.SandboxStatus; st.Profile != "" {
+				r.Set("termgate.sandbox.profile", st.Profile).Set("termgate.sandbox.landlock_abi", st.LandlockABI).
+					Set("termgate.sandbox.seccomp", st.Seccomp).Set("termgate.sandbox.cgroup", st.Cgroup)
+				if len(st.NotEnforced) > 0 {
+					r.Set("termgate.sandbox.not_enforced", st.NotEnforced)
+				}
+			}
 			if f.Name != "" {
 				r.Set("termgate.session.name", f.Name)
 			}
@@ -355,12 +362,13 @@ func (t *recordingTap) close() error {
 }
 
 // sessionFacts describes a session for its start and end records.
-func sessionFacts(s *session.Session, recording string) *SessionFacts {
+func (g *gateway) sessionFacts(s *session.Session, recording string) *SessionFacts {
 	st := s.Status()
 	f := &SessionFacts{
 		ID: st.ID, Name: st.Name, Program: st.Program, Cwd: st.Dir, Mode: string(st.Mode), Argv: st.Argv,
 		Pid: st.Pid, ExitCode: st.ExitCode, Signal: st.Signal, Duration: time.Since(st.Started),
 		BytesIn: st.BytesIn, BytesOut: st.BytesOut, Recording: recording,
+		Sandbox: g.sandboxText(s), SandboxStatus: s.Sandbox(),
 	}
 	return f
 }

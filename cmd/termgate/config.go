@@ -40,6 +40,8 @@ type Config struct {
 	AuditSyslog    string        // also forward records: udp://h:p, tcp://h:p, unix:///path
 	AuditFail      string        // refuse (default) or continue when the audit log cannot be written
 	RecordDir      string        // write an asciicast per session here
+	Sandbox        string        // enforce (default), best-effort, off
+	SessionUser    string        // run sessions as this user
 }
 
 func defaultConfig() Config {
@@ -62,6 +64,7 @@ func defaultConfig() Config {
 		AuditMaxSize:   100 << 20,
 		AuditSync:      time.Second,
 		AuditFail:      "refuse",
+		Sandbox:        "enforce",
 	}
 }
 
@@ -88,6 +91,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AuditSyslog, "audit-syslog", c.AuditSyslog, "also forward every record as RFC 5424 syslog: udp://host:port, tcp://host:port or unix:///dev/log")
 	fs.StringVar(&c.AuditFail, "audit-fail", c.AuditFail, "when the audit log cannot be written: refuse the input (default) or continue unrecorded")
 	fs.StringVar(&c.RecordDir, "record-dir", c.RecordDir, "record every session as an asciicast v2 file (0600) in this directory")
+	fs.StringVar(&c.Sandbox, "sandbox", c.Sandbox, "confine sessions: enforce (refuse a session the kernel cannot confine), best-effort (run it degraded, and say so), off (unconfined, and say so)")
+	fs.StringVar(&c.SessionUser, "session-user", c.SessionUser, "run sessions as this user (the gateway must be root)")
 	fs.Var(&c.Secrets, "secret", "a secret the gateway holds, typed by session_send {secret_ref: NAME} and masked everywhere: NAME=env:VAR or NAME=file:PATH (repeatable; the env twin takes a comma-separated list)")
 	fs.DurationVar(&c.PolicyReload, "policy-reload", c.PolicyReload, "check the policy bundle for changes this often and reload it (0: never)")
 }
@@ -141,6 +146,7 @@ func (c Config) validate() error {
 	check(c.ConfirmTTL > 0, "--confirm-timeout must be positive")
 	check(c.AuditFail == "refuse" || c.AuditFail == "continue", "--audit-fail must be refuse or continue, not %q", c.AuditFail)
 	check(c.AuditSync > 0, "--audit-sync must be positive")
+	check(c.Sandbox == "enforce" || c.Sandbox == "best-effort" || c.Sandbox == "off", "--sandbox must be enforce, best-effort or off, not %q", c.Sandbox)
 	check(c.AuditMaxSize >= 0, "--audit-max-size must not be negative")
 	return errors.Join(errs...)
 }

@@ -29,7 +29,8 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 
 func TestBashRoundTrips(t *testing.T) {
 	s := startServer(t)
-	id := s.start(map[string]any{"name": "sh1"})
+	top := t.TempDir() // the session's project: the sandbox lets it write here
+	id := s.start(map[string]any{"name": "sh1", "cwd": top})
 
 	r := s.send(id, "echo hello")
 	wantOutput(t, r, "hello")
@@ -53,7 +54,10 @@ func TestBashRoundTrips(t *testing.T) {
 		}
 	}
 
-	dir := t.TempDir()
+	dir := filepath.Join(top, "sub")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	s.send(id, "cd "+dir)
 	wantOutput(t, s.send(id, "pwd"), dir)
 	s.send(id, "export TG_TEST_VAR=persisted")
@@ -170,8 +174,9 @@ func TestVimScreenAndQuit(t *testing.T) {
 		t.Skip("vim is not installed (make deps installs it)")
 	}
 	s := startServer(t)
-	id := s.start(nil)
-	file := filepath.Join(t.TempDir(), "notes.txt")
+	dir := t.TempDir()
+	id := s.start(map[string]any{"cwd": dir})
+	file := filepath.Join(dir, "notes.txt")
 	r := s.send(id, "vim -u NONE -N "+file)
 	if r["screen"] != true || str(r, "program") != "vim" || !strings.Contains(str(r, "output"), "~") {
 		t.Fatalf("vim: %v", r)

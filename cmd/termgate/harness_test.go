@@ -65,7 +65,10 @@ func startServerWith(t testing.TB, opts *mcp.ClientOptions, flags ...string) *se
 	var log strings.Builder
 	cmd.Stderr = &lockedWriter{b: &log}
 	// No user rc files leak into tests; a data race in the server halts it.
-	cmd.Env = append(os.Environ(), "HOME="+cmd.Dir, "GORACE=halt_on_error=1")
+	// HOME is apart from the working directory: sessions start in the
+	// latter, and the gateway's own state (audit log and key) lives in
+	// the former, where no session may reach.
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "GORACE=halt_on_error=1")
 	client := mcp.NewClient(&mcp.Implementation{Name: "termgate-test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

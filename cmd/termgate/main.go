@@ -2,8 +2,15 @@
 // interactive terminal sessions through one gate. See the README.
 package main
 
-import "os"
+import (
+	"os"
+
+	"github.com/termgate/termgate/sandbox"
+)
 
 func main() {
+	if sandbox.IsLauncher() {
+		sandbox.Main() // a session's launcher: confine, then exec; never returns
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }

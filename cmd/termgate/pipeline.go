@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/termgate/termgate/sandbox"
 )
 
 // The pipeline every input goes through before a byte reaches a terminal:
@@ -119,6 +121,8 @@ type SessionFacts struct {
 	Duration                     time.Duration
 	BytesIn, BytesOut            int64
 	Recording                    string
+	Sandbox                      string
+	SandboxStatus                sandbox.Status
 }
 
 // Stages are the pluggable parts of the pipeline; nil stages are absent.

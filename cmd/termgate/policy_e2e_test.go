@@ -14,8 +14,9 @@ import (
 
 func TestPolicyDeniesAndNothingIsSent(t *testing.T) {
 	s := startServer(t)
-	id := s.start(nil)
-	canary := filepath.Join(t.TempDir(), "canary")
+	dir := t.TempDir()
+	id := s.start(map[string]any{"cwd": dir})
+	canary := filepath.Join(dir, "canary")
 	os.WriteFile(canary, []byte("alive"), 0o644)
 	for _, text := range []string{
 		"rm -rf /",

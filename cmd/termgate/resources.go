@@ -80,7 +80,7 @@ func (g *gateway) readSessionResource(ctx context.Context, req *mcp.ReadResource
 func (g *gateway) readPolicyResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	b, err := json.MarshalIndent(map[string]any{
 		"stages":  g.stages.describe(),
-		"sandbox": sandboxStatus,
+		"sandbox": "--sandbox=" + g.cfg.Sandbox,
 		"limits": map[string]any{
 			"max_sessions": g.cfg.MaxSessions, "idle_timeout": g.cfg.IdleTimeout.String(),
 			"max_input": g.cfg.MaxInput, "max_output": g.cfg.MaxOutput, "scrollback": g.cfg.Scrollback,

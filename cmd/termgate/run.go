@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
 	"github.com/termgate/termgate/policies"
 	"github.com/termgate/termgate/policy"
@@ -41,6 +42,9 @@ usage:
                              mask secrets: stdin to stdout, with the gateway's rules
   termgate audit verify [--audit-key F] FILE...
                              check an audit log's chain: intact, or what was edited, deleted, inserted, reordered
+  termgate sandbox check     what this kernel can enforce (Landlock ABI, seccomp, cgroups)
+  termgate sandbox run [--profile P] [--policy-dir D] -- CMD...
+                             run one command confined exactly as a session would be
   termgate version           print the version
   termgate help              this text; "termgate serve -h" lists the flags
 
@@ -62,6 +66,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		return redactMain(args, stdin, stdout, stderr, getenv)
 	case "audit":
 		return auditMain(args, stdout, stderr, getenv)
+	case "sandbox":
+		return sandboxMain(args, stdin, stdout, stderr, getenv)
 	case "version":
 		fmt.Fprintln(stdout, "termgate", version())
 		return 0
@@ -157,7 +163,12 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		logger.Warn("the audit log is off (--audit-log=off): nothing is recorded")
 	}
 	gw := newGateway(cfg, logger, stages)
-	gw.redactor, gw.secrets = redactor, secrets
+	gw.redactor, gw.secrets, gw.policy, gw.getenv = redactor, secrets, engine, getenv
+	gw.protected = protectedPaths(cfg, getenv)
+	// Sessions must not read this process's memory or environment.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)
+	}
 	bg := context.Background()
 	if err := stages.record(bg, AuditEvent{Kind: "server_start"}); err != nil {
 		return err
@@ -224,8 +235,11 @@ type gateway struct {
 	stages Stages
 	env    []string // the environment sessions start from
 
-	redactor *redact.Engine    // masks output at the source, in every session
-	secrets  map[string]string // the secrets session_send can type by name
+	redactor  *redact.Engine    // masks output at the source, in every session
+	secrets   map[string]string // the secrets session_send can type by name
+	policy    *policy.Engine    // its bundle holds the sandbox profiles
+	getenv    func(string) string
+	protected []string // the gateway's own files: no session reaches them
 
 	// ends counts the watchers that record each session's end.
 	ends sync.WaitGroup

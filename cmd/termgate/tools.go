@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/termgate/termgate/sandbox"
 	"github.com/termgate/termgate/session"
 )
 
@@ -329,8 +330,13 @@ type startOut struct {
 	Decision    *Decision         `json:"decision,omitempty" jsonschema:"the gate's decision on the start"`
 }
 
-// sandboxStatus is reported with every session until the sandbox lands.
-const sandboxStatus = "none: this build does not confine sessions"
+// sandboxText says how a session is confined, for results.
+func (g *gateway) sandboxText(s *session.Session) string {
+	if g.cfg.Sandbox == "off" {
+		return sandboxStatusOf(nil, sandbox.Status{})
+	}
+	return s.Sandbox().String()
+}
 
 // shellMeta are the characters that make a command line need a shell.
 const shellMeta = "|&;<>()$`\\\"'*?[]#~=%{}\n\t!"
@@ -425,7 +431,11 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, out, err
 	}
-	spec := session.Spec{Name: in.Name, Argv: argv, Dir: cwd, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor}
+	sb, err := g.sandboxSpec(g.policy.Bundle(), d.Profile, cwd)
+	if err != nil {
+		return nil, out, err
+	}
+	spec := session.Spec{Name: in.Name, Argv: argv, Dir: cwd, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: sb}
 	var tap *recordingTap
 	var tapErr error
 	if g.cfg.RecordDir != "" {
@@ -450,7 +460,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		recording = tap.rec.Path()
 		g.recordings.Store(s.ID(), tap)
 	}
-	if err := g.stages.record(ctx, AuditEvent{Kind: "session_start", Input: gin, Session: sessionFacts(s, recording)}); err != nil {
+	if err := g.stages.record(ctx, AuditEvent{Kind: "session_start", Input: gin, Session: g.sessionFacts(s, recording)}); err != nil {
 		_ = g.mgr.Close(ctx, s.ID())
 		return nil, out, fmt.Errorf("%w: the audit log could not record the session's start (%v); it was closed", ErrRefused, err)
 	}
@@ -463,7 +473,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 				g.log.Error("closing a recording", "session", s.ID(), "err", err)
 			}
 		}
-		if err := g.stages.record(context.Background(), AuditEvent{Kind: "session_end", Input: GateInput{Client: gin.Client}, Session: sessionFacts(s, recording)}); err != nil {
+		if err := g.stages.record(context.Background(), AuditEvent{Kind: "session_end", Input: GateInput{Client: gin.Client}, Session: g.sessionFacts(s, recording)}); err != nil {
 			g.log.Error("audit: recording a session's end", "session", s.ID(), "err", err)
 		}
 	}()
@@ -478,7 +488,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		Program: st.Program, Integration: st.Integration,
 		Output: text, Complete: r.Complete, Completion: string(r.Completion),
 		Prompt: g.stages.redact(r.Prompt), Truncated: truncated,
-		Sandbox: sandboxStatus, Stages: g.stages.describe(), Decision: &d,
+		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d,
 	}
 	if err := g.stages.outcome(ctx, gin, d, "session "+s.ID()+" started", summarize(text, out.Completion, nil)); err != nil {
 		return nil, out, err
@@ -962,7 +972,7 @@ func (g *gateway) info(s *session.Session, full bool) sessionInfo {
 		Program: st.Program, Busy: st.Busy, Alive: st.Alive, Closed: s.Closed(), ExitCode: st.ExitCode, Signal: st.Signal,
 		Rows: st.Rows, Cols: st.Cols, AltScreen: st.AltScreen, AppCursor: st.AppCursor, EchoOff: st.EchoOff,
 		Integration: st.Integration, Title: g.stages.redact(st.Title), StartedAt: st.Started.UTC().Format(time.RFC3339),
-		IdleSeconds: s.Idle().Seconds(), BytesIn: st.BytesIn, BytesOut: st.BytesOut, Sandbox: sandboxStatus,
+		IdleSeconds: s.Idle().Seconds(), BytesIn: st.BytesIn, BytesOut: st.BytesOut, Sandbox: g.sandboxText(s),
 	}
 	if full {
 		i.Stages = g.stages.describe()
@@ -1125,14 +1135,18 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	if err != nil {
 		return nil, out, err
 	}
-	r, err := session.Exec(ctx, []string{shell, "-c", in.Command}, cwd, env, limit, 4*g.cfg.MaxOutput, g.redactor)
+	sb, err := g.sandboxSpec(g.policy.Bundle(), d.Profile, cwd)
+	if err != nil {
+		return nil, out, err
+	}
+	r, err := session.Exec(ctx, []string{shell, "-c", in.Command}, cwd, env, limit, 4*g.cfg.MaxOutput, g.redactor, sb)
 	if err != nil {
 		return nil, out, fmt.Errorf("exec: %w", err)
 	}
 	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, "")
 	out = execOut{
 		Output: text, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Truncated: truncated || r.Truncated,
-		Duration: r.Duration.Milliseconds(), Sandbox: sandboxStatus, Decision: &d,
+		Duration: r.Duration.Milliseconds(), Sandbox: execSandboxText(sb), Decision: &d,
 	}
 	if err := g.stages.outcome(ctx, gin, d, fmt.Sprintf("exit %d", r.ExitCode), summarize(text, "exited", &r.ExitCode)); err != nil {
 		return nil, out, err
@@ -1151,4 +1165,15 @@ func lookShell() (string, error) {
 		}
 	}
 	return "", errors.New("no shell found for exec (/bin/bash or /bin/sh)")
+}
+
+// execSandboxText says how an exec ran.
+func execSandboxText(sb *sandbox.Spec) string {
+	if sb == nil {
+		return sandboxStatusOf(nil, sandbox.Status{})
+	}
+	if sb.Unconfined {
+		return "none: profile " + sb.Profile + " is unconfined"
+	}
+	return "enforced: profile " + sb.Profile
 }

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"github.com/termgate/termgate/policy"
+	"github.com/termgate/termgate/sandbox"
+)
+
+// sandboxMain is `termgate sandbox check` and `termgate sandbox run`.
+func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 0 || args[0] != "check" && args[0] != "run" {
+		fmt.Fprint(stderr, "usage: termgate sandbox check | termgate sandbox run [--profile P] [--policy-dir D] [--sandbox MODE] [--session-user U] -- CMD...\n")
+		return 2
+	}
+	if args[0] == "check" {
+		s := sandbox.Probe()
+		fmt.Fprint(stdout, s.Report())
+		if s.LandlockABI < sandbox.MinABI || s.SeccompAPI == 0 {
+			fmt.Fprintln(stdout, "this kernel cannot confine sessions fully: termgate refuses them unless --sandbox=best-effort")
+			return 1
+		}
+		fmt.Fprintln(stdout, "sessions can be confined")
+		return 0
+	}
+	fs := flag.NewFlagSet("termgate sandbox run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := defaultConfig()
+	profile := fs.String("profile", "default", "the bundle's sandbox profile")
+	fs.StringVar(&cfg.PolicyDir, "policy-dir", getenv("TERMGATE_POLICY_DIR"), "policy bundle (default: the embedded bundle)")
+	fs.StringVar(&cfg.Sandbox, "sandbox", "enforce", "enforce or best-effort")
+	fs.StringVar(&cfg.SessionUser, "session-user", "", "run as this user")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		fmt.Fprintln(stderr, "termgate sandbox run: name a command after --")
+		return 2
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 127
+	}
+	engine, err := policy.New(context.Background(), policySource(cfg.PolicyDir))
+	if err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 1
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 1
+	}
+	g := &gateway{cfg: cfg, getenv: getenv, protected: protectedPaths(cfg, getenv)}
+	spec, err := g.sandboxSpec(engine.Bundle(), *profile, cwd)
+	if err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 1
+	}
+	tmp, err := os.MkdirTemp("", "termgate-run-")
+	if err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	spec.Argv, spec.Dir = append([]string{path}, argv[1:]...), cwd
+	spec.Env = append(os.Environ(), "TMPDIR="+tmp)
+	spec.Write = append(spec.Write, tmp)
+	if !spec.Unconfined {
+		cg, err := sandbox.NewCgroup(fmt.Sprintf("run-%d", os.Getpid()), spec.Limits.Processes)
+		switch {
+		case err == nil:
+			spec.Cgroups = []string{cg.Procs()}
+			defer func() { cg.Kill(); _ = cg.Remove() }()
+		case spec.NeedsCgroup && !spec.BestEffort:
+			fmt.Fprintf(stderr, "termgate: the process count cannot be bounded (%v)\n", err)
+			return 1
+		}
+	}
+	cmd := exec.Command(path)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	launch, err := sandbox.Prepare(cmd, *spec)
+	if err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 1
+	}
+	if err := launch.Started(cmd); err != nil {
+		_ = cmd.Wait()
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 126
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 1
+	}
+	return 0
+}

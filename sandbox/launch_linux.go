@@ -1,0 +1,319 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// LaunchArg is argv[1] of the gateway re-executed as a launcher.
+const LaunchArg = "__termgate-sandbox-launch"
+
+// MinABI is the Landlock ABI a confined session needs: filesystem rights
+// with refer and truncate (v2, v3), TCP rules (v4), device ioctls (v5),
+// and scoped signals and abstract unix sockets (v6).
+const MinABI = 6
+
+// Status says how a session is confined.
+type Status struct {
+	Profile     string   `json:"profile"`
+	Enforced    bool     `json:"enforced"`
+	LandlockABI int      `json:"landlock_abi"`
+	Seccomp     bool     `json:"seccomp"`
+	Cgroup      bool     `json:"cgroup"`
+	NotEnforced []string `json:"not_enforced,omitempty"`
+}
+
+func (s Status) String() string {
+	if s.Profile == "" {
+		return "none: not confined"
+	}
+	if !s.Enforced && s.LandlockABI == 0 && !s.Seccomp {
+		return "none: profile " + s.Profile + " is unconfined"
+	}
+	parts := []string{"profile " + s.Profile, fmt.Sprintf("landlock ABI %d", s.LandlockABI)}
+	if s.Seccomp {
+		parts = append(parts, "seccomp")
+	}
+	if s.Cgroup {
+		parts = append(parts, "pids cgroup")
+	}
+	head := "enforced"
+	if len(s.NotEnforced) > 0 {
+		head = "degraded"
+		parts = append(parts, "NOT enforced: "+strings.Join(s.NotEnforced, "; "))
+	}
+	return head + ": " + strings.Join(parts, ", ")
+}
+
+// IsLauncher reports whether this process was started as the launcher.
+// main calls it first, before flags or goroutines of its own.
+func IsLauncher() bool { return len(os.Args) > 1 && os.Args[1] == LaunchArg }
+
+// Launch is a launcher process being started.
+type Launch struct {
+	status *os.File
+}
+
+// Prepare sets cmd up to run spec's program through the launcher: cmd's
+// path becomes this executable, the spec goes on fd 3 and a status pipe
+// on fd 4. Call Started after cmd.Start.
+func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: finding termgate's own executable: %w", err)
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		return nil, err
+	}
+	if len(b) > 60<<10 {
+		return nil, errors.New("sandbox: the spec is too large")
+	}
+	if _, err := specW.Write(b); err != nil { // fits in the pipe's buffer
+		return nil, err
+	}
+	specW.Close()
+	cmd.Path = self
+	cmd.Args = []string{"termgate-launch", LaunchArg}
+	cmd.Dir = "/"
+	cmd.Env = []string{}
+	cmd.ExtraFiles = []*os.File{specR, statusW}
+	return &Launch{status: statusR}, nil
+}
+
+// Started waits for the launcher to exec the program or fail: the status
+// pipe closes empty on exec, or carries the reason.
+func (l *Launch) Started(cmd *exec.Cmd) error {
+	for _, f := range cmd.ExtraFiles {
+		f.Close()
+	}
+	defer l.status.Close()
+	msg, err := io.ReadAll(l.status)
+	if err != nil {
+		return fmt.Errorf("sandbox: reading the launcher's status: %w", err)
+	}
+	if len(msg) > 0 {
+		return fmt.Errorf("sandbox: %s", msg)
+	}
+	return nil
+}
+
+// Main is the launcher: it confines itself as the spec on fd 3 says, then
+// execs the program. It never returns.
+func Main() {
+	status := os.NewFile(4, "status")
+	fail := func(format string, a ...any) {
+		fmt.Fprintf(status, format, a...)
+		os.Exit(126)
+	}
+	specFile := os.NewFile(3, "spec")
+	b, err := io.ReadAll(specFile)
+	if err != nil {
+		fail("reading the spec: %v", err)
+	}
+	specFile.Close()
+	var s Spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		fail("reading the spec: %v", err)
+	}
+	unix.CloseOnExec(4)
+	// Every other descriptor (inherited, or the Go runtime's own) is gone
+	// at exec: only stdin, stdout and stderr reach the program.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		fail("closing inherited descriptors: %v", err)
+	}
+	if err := confine(s); err != nil {
+		fail("%v", err)
+	}
+	path := s.Argv[0]
+	if err := unix.Exec(path, s.Argv, s.Env); err != nil {
+		fail("exec %s: %v", path, err)
+	}
+}
+
+// confine applies the spec to this process: directory, cgroup, limits,
+// identity, capabilities, no_new_privs, Landlock, and seccomp last.
+func confine(s Spec) error {
+	if err := os.Chdir(s.Dir); err != nil {
+		return fmt.Errorf("cwd %s: %v", s.Dir, err)
+	}
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_PDEATHSIG: %v", err)
+	}
+	if s.Unconfined {
+		return nil
+	}
+	pid := strconv.Itoa(os.Getpid())
+	for _, procs := range s.Cgroups {
+		if err := os.WriteFile(procs, []byte(pid), 0); err != nil {
+			return fmt.Errorf("joining the session's cgroup: %v", err)
+		}
+	}
+	lim := []struct {
+		res int
+		v   uint64
+	}{
+		{unix.RLIMIT_NOFILE, uint64(s.Limits.OpenFiles)},
+		{unix.RLIMIT_FSIZE, uint64(s.Limits.FileSize)},
+		{unix.RLIMIT_DATA, uint64(s.Limits.Memory)},
+		{unix.RLIMIT_NPROC, uint64(s.Limits.Processes)},
+		{unix.RLIMIT_CORE, 0},
+	}
+	if s.Limits.CPU > 0 {
+		lim = append(lim, struct {
+			res int
+			v   uint64
+		}{unix.RLIMIT_CPU, uint64(s.Limits.CPU)})
+	}
+	for _, l := range lim {
+		if l.v == 0 && l.res != unix.RLIMIT_CORE {
+			continue
+		}
+		// Limits only go down: one already lower stays.
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(l.res, &cur); err == nil && cur.Max < l.v {
+			l.v = cur.Max
+		}
+		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.v, Max: l.v}); err != nil {
+			return fmt.Errorf("setrlimit %d: %v", l.res, err)
+		}
+	}
+	if s.GID >= 0 {
+		if err := syscall.Setgroups(nil); err != nil {
+			return fmt.Errorf("setgroups: %v", err)
+		}
+		if err := syscall.Setresgid(s.GID, s.GID, s.GID); err != nil {
+			return fmt.Errorf("setgid %d: %v", s.GID, err)
+		}
+	}
+	if s.UID >= 0 {
+		if err := syscall.Setresuid(s.UID, s.UID, s.UID); err != nil {
+			return fmt.Errorf("setuid %d: %v", s.UID, err)
+		}
+	}
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %v", err)
+	}
+	if err := applyLandlock(s); err != nil {
+		return err
+	}
+	return applySeccomp(s)
+}
+
+// dropCapabilities empties the bounding, ambient, effective, permitted and
+// inheritable sets: a session holds no capability, even as root.
+func dropCapabilities() error {
+	for c := 0; c <= 63; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("dropping capability %d: %v", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clearing ambient capabilities: %v", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %v", err)
+	}
+	return nil
+}
+
+// applyLandlock restricts the filesystem to the spec's paths, TCP to its
+// ports, and signals and abstract unix sockets to the session itself. The
+// ABI is checked, never assumed: below MinABI the launch fails unless the
+// spec says best effort.
+func applyLandlock(s Spec) error {
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		abi = 0
+	}
+	if abi < MinABI && !s.BestEffort {
+		return fmt.Errorf("this kernel's Landlock ABI is %d; confined sessions need %d (run termgate sandbox check; --sandbox=best-effort runs degraded)", abi, MinABI)
+	}
+	cfg := landlock.V6
+	if s.Network == "any" {
+		cfg.HandledAccessNet = 0
+	}
+	if s.BestEffort {
+		cfg = cfg.BestEffort()
+	}
+	var rules []landlock.Rule
+	keep := func(list []string) []string {
+		var out []string
+		for _, p := range list {
+			if exists(p) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	split := func(list []string) (dirs, files []string) {
+		for _, p := range keep(list) {
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+				dirs = append(dirs, p)
+			} else {
+				files = append(files, p)
+			}
+		}
+		return dirs, files
+	}
+	rd, rf := split(s.Read)
+	if len(rd) > 0 {
+		rules = append(rules, landlock.RODirs(rd...))
+	}
+	if len(rf) > 0 {
+		rules = append(rules, landlock.ROFiles(rf...))
+	}
+	wd, wf := split(s.Write)
+	if len(wd) > 0 {
+		rules = append(rules, landlock.RWDirs(wd...).WithRefer())
+	}
+	if len(wf) > 0 {
+		rules = append(rules, landlock.RWFiles(wf...))
+	}
+	for _, d := range keep(s.Devices) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			continue
+		}
+		if fi.IsDir() {
+			rules = append(rules, landlock.RWDirs(d).WithIoctlDev())
+		} else {
+			rules = append(rules, landlock.RWFiles(d).WithIoctlDev())
+		}
+	}
+	if s.Network == "tcp" {
+		for _, p := range s.Ports {
+			rules = append(rules, landlock.ConnectTCP(uint16(p)))
+		}
+	}
+	if err := cfg.Restrict(rules...); err != nil {
+		return fmt.Errorf("landlock: %v", err)
+	}
+	return nil
+}
