@@ -252,8 +252,8 @@ func applyLandlock(s Spec) error {
 	if err != nil {
 		abi = 0
 	}
-	if abi < MinABI && !s.BestEffort {
-		return fmt.Errorf("this kernel's Landlock ABI is %d; confined sessions need %d (run termgate sandbox check; --sandbox=best-effort runs degraded)", abi, MinABI)
+	if abi < s.RequiredABI() && !s.BestEffort {
+		return fmt.Errorf("this kernel's Landlock ABI is %d; confined sessions need %d (run termgate sandbox check; --sandbox=best-effort runs degraded)", abi, s.RequiredABI())
 	}
 	cfg := landlock.V6
 	if s.Network == "any" {

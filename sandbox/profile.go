@@ -63,6 +63,15 @@ type Spec struct {
 	GID         int      `json:"gid"`
 	Unconfined  bool     `json:"unconfined"`
 	NeedsCgroup bool     `json:"needs_cgroup"` // processes can only be bounded by a cgroup (uid 0)
+	MinABI      int      `json:"min_abi"`      // the Landlock ABI required; 0: MinABI
+}
+
+// RequiredABI is the Landlock ABI the spec needs.
+func (s Spec) RequiredABI() int {
+	if s.MinABI > MinABI {
+		return s.MinABI
+	}
+	return MinABI
 }
 
 // Vars are the values of a profile's placeholders.

@@ -84,6 +84,12 @@ func applySeccomp(s Spec) error {
 		if err := add("socket", eaccess, cond); err != nil {
 			return fmt.Errorf("seccomp socket: %v", err)
 		}
+		// Without network, no connect at all: Landlock below ABI 9 does
+		// not stop connecting to a pathname unix socket outside the
+		// sandbox (docker.sock, D-Bus), so connect is refused here.
+		if err := add("connect", eaccess); err != nil {
+			return fmt.Errorf("seccomp connect: %v", err)
+		}
 	}
 	if err := f.Load(); err != nil {
 		return fmt.Errorf("seccomp: loading the filter: %v", err)

@@ -312,11 +312,11 @@ func (s *Session) prepareSandbox(cmd *exec.Cmd, sb sandbox.Spec, argv, env []str
 		st.LandlockABI = min(support.LandlockABI, sandbox.MinABI)
 		st.Seccomp = support.SeccompAPI > 0
 		st.Enforced = true
-		if support.LandlockABI < sandbox.MinABI {
+		if need := sb.RequiredABI(); support.LandlockABI < need {
 			if !sb.BestEffort {
-				return nil, fmt.Errorf("session not started: this kernel's Landlock ABI is %d and confined sessions need %d (termgate sandbox check; --sandbox=best-effort runs degraded)", support.LandlockABI, sandbox.MinABI)
+				return nil, fmt.Errorf("session not started: this kernel's Landlock ABI is %d and confined sessions need %d (termgate sandbox check; --sandbox=best-effort runs degraded)", support.LandlockABI, need)
 			}
-			st.NotEnforced = append(st.NotEnforced, fmt.Sprintf("landlock ABI %d < %d", support.LandlockABI, sandbox.MinABI))
+			st.NotEnforced = append(st.NotEnforced, fmt.Sprintf("landlock ABI %d < %d", support.LandlockABI, need))
 		}
 		cg, err := sandbox.NewCgroup(s.id, sb.Limits.Processes)
 		switch {

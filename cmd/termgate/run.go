@@ -165,6 +165,7 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	gw := newGateway(cfg, logger, stages)
 	gw.redactor, gw.secrets, gw.policy, gw.getenv = redactor, secrets, engine, getenv
 	gw.protected = protectedPaths(cfg, getenv)
+	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
 	// Sessions must not read this process's memory or environment.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)

@@ -7,6 +7,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/termgate/termgate/policy"
 	"github.com/termgate/termgate/sandbox"
@@ -85,4 +86,26 @@ func sandboxStatusOf(spec *sandbox.Spec, st sandbox.Status) string {
 		return "none: --sandbox=off, sessions are not confined"
 	}
 	return st.String()
+}
+
+// sessionEnv is the environment sessions start from: the gateway's, less
+// its own settings (TERMGATE_*) and the variables its secrets come from.
+func sessionEnv(env []string, secretSpecs []string) []string {
+	drop := map[string]bool{}
+	for _, spec := range secretSpecs {
+		if _, src, ok := strings.Cut(spec, "="); ok {
+			if v, ok := strings.CutPrefix(src, "env:"); ok {
+				drop[v] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "TERMGATE_") || drop[name] {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }

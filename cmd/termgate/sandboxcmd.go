@@ -76,7 +76,7 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 	}
 	defer os.RemoveAll(tmp)
 	spec.Argv, spec.Dir = append([]string{path}, argv[1:]...), cwd
-	spec.Env = append(os.Environ(), "TMPDIR="+tmp)
+	spec.Env = append(sessionEnv(os.Environ(), nil), "TMPDIR="+tmp)
 	spec.Write = append(spec.Write, tmp)
 	if !spec.Unconfined {
 		cg, err := sandbox.NewCgroup(fmt.Sprintf("run-%d", os.Getpid()), spec.Limits.Processes)
