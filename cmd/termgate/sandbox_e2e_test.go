@@ -179,6 +179,14 @@ func TestSandboxStillUsable(t *testing.T) {
 	if !strings.Contains(str(r, "output"), "BLOCKED") {
 		t.Fatalf("TIOCSTI: %v", r)
 	}
+	// A process that leaves the session with setsid is still in the
+	// session's cgroup, and goes with it.
+	mk := marker()
+	s.send(id, "setsid sleep "+mk+" > /dev/null 2>&1 < /dev/null &")
+	eventually(t, 5*time.Second, "the setsid marker to start", func() bool { return len(processesWith(mk)) > 0 })
+	s.ok("session_close", map[string]any{"session_id": id})
+	eventually(t, 10*time.Second, "the setsid marker to be gone", func() bool { return len(processesWith(mk)) == 0 })
+
 	outside := t.TempDir()
 	ex := s.ok("exec", map[string]any{"command": "touch " + outside + "/pwn 2>/dev/null && echo ESCAPED || echo BLOCKED", "cwd": dir})
 	if !strings.Contains(str(ex, "output"), "BLOCKED") || !strings.HasPrefix(str(ex, "sandbox"), "enforced") {
