@@ -189,7 +189,7 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 			Set("event.action", inputAction(in.Action)).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[allowed])
 		setInput(r, in.Action, text)
 		setRule(ev.Decision)
-		security = !allowed || strings.Contains(ev.Decision.Reason, "(confirmed by the human)") || in.Action == "start"
+		security = !allowed || strings.Contains(ev.Decision.Reason, "(confirmed") || in.Action == "start"
 		msg = fmt.Sprintf("%s %s by %s", map[bool]string{true: "allowed", false: "denied"}[allowed], inputAction(in.Action), ev.Decision.Rule)
 	case "confirmation_asked":
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{"info"}).

@@ -41,6 +41,7 @@ type Config struct {
 	AuditFail      string        // refuse (default) or continue when the audit log cannot be written
 	RecordDir      string        // write an asciicast per session here
 	Sandbox        string        // enforce (default), best-effort, off
+	ConfirmMode    string        // human (default), agent
 	SessionUser    string        // run sessions as this user
 }
 
@@ -65,6 +66,7 @@ func defaultConfig() Config {
 		AuditSync:      time.Second,
 		AuditFail:      "refuse",
 		Sandbox:        "enforce",
+		ConfirmMode:    "human",
 	}
 }
 
@@ -92,6 +94,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AuditFail, "audit-fail", c.AuditFail, "when the audit log cannot be written: refuse the input (default) or continue unrecorded")
 	fs.StringVar(&c.RecordDir, "record-dir", c.RecordDir, "record every session as an asciicast v2 file (0600) in this directory")
 	fs.StringVar(&c.Sandbox, "sandbox", c.Sandbox, "confine sessions: enforce (refuse a session the kernel cannot confine), best-effort (run it degraded, and say so), off (unconfined, and say so)")
+	fs.StringVar(&c.ConfirmMode, "confirm-mode", c.ConfirmMode, "who may confirm what the policy wants confirmed: human (through the MCP client; refused when it cannot ask) or agent (weaker: a client that cannot ask a human gets a one-time token the agent redeems with the confirm tool and a written justification)")
 	fs.StringVar(&c.SessionUser, "session-user", c.SessionUser, "run sessions as this user (the gateway must be root)")
 	fs.Var(&c.Secrets, "secret", "a secret the gateway holds, typed by session_send {secret_ref: NAME} and masked everywhere: NAME=env:VAR or NAME=file:PATH (repeatable; the env twin takes a comma-separated list)")
 	fs.DurationVar(&c.PolicyReload, "policy-reload", c.PolicyReload, "check the policy bundle for changes this often and reload it (0: never)")
@@ -146,6 +149,7 @@ func (c Config) validate() error {
 	check(c.ConfirmTTL > 0, "--confirm-timeout must be positive")
 	check(c.AuditFail == "refuse" || c.AuditFail == "continue", "--audit-fail must be refuse or continue, not %q", c.AuditFail)
 	check(c.AuditSync > 0, "--audit-sync must be positive")
+	check(c.ConfirmMode == "human" || c.ConfirmMode == "agent", "--confirm-mode must be human or agent, not %q", c.ConfirmMode)
 	check(c.Sandbox == "enforce" || c.Sandbox == "best-effort" || c.Sandbox == "off", "--sandbox must be enforce, best-effort or off, not %q", c.Sandbox)
 	check(c.AuditMaxSize >= 0, "--audit-max-size must not be negative")
 	return errors.Join(errs...)

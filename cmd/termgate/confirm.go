@@ -29,12 +29,21 @@ import (
 // input (action, program, text), the rule, a nonce and an expiry; it is
 // single use. Older clients get a classic elicitation, bounded by the same
 // expiry. Declined, cancelled, expired, changed or replayed ⇒ refused.
+//
+// With --confirm-mode=agent (weaker, and documented so), a client that
+// cannot ask a human gets a one-time token instead of a refusal: the agent
+// redeems it with the confirm tool and a written justification, which the
+// audit log keeps, and then sends the same input again. The approval is
+// bound like a human's (session, input hash, rule), single use, and expires.
 type humanConfirmer struct {
-	aead cipher.AEAD
-	ttl  time.Duration
+	aead      cipher.AEAD
+	ttl       time.Duration
+	agentMode bool
 
-	mu   sync.Mutex
-	used map[string]time.Time // nonces redeemed, until they expire
+	mu       sync.Mutex
+	used     map[string]time.Time // nonces redeemed, until they expire
+	approved map[string]time.Time // agent approvals (session|hash|rule), until they expire
+	lastBy   map[string]string    // who confirmed an input, by its hash, for the decision's reason
 }
 
 func newHumanConfirmer(ttl time.Duration) (*humanConfirmer, error) {
@@ -50,7 +59,7 @@ func newHumanConfirmer(ttl time.Duration) (*humanConfirmer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &humanConfirmer{aead: aead, ttl: ttl, used: map[string]time.Time{}}, nil
+	return &humanConfirmer{aead: aead, ttl: ttl, used: map[string]time.Time{}, approved: map[string]time.Time{}, lastBy: map[string]string{}}, nil
 }
 
 // confirmState is what the sealed request state carries.
@@ -167,8 +176,12 @@ func (c *humanConfirmer) Confirm(ctx context.Context, req *mcp.CallToolRequest, 
 		return false, errors.New("no client to ask")
 	}
 	if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
-		return false, errors.New("the client cannot ask a human (no elicitation support)")
+		if !c.agentMode {
+			return false, errors.New("the client cannot ask a human (no elicitation support)")
+		}
+		return c.agentConfirm(in, d)
 	}
+	c.setBy(in, "the human")
 	hash := inputHash(in)
 	// A retry carrying the human's answer.
 	if req.Params != nil && req.Params.RequestState != "" {
@@ -225,4 +238,83 @@ func approved(resp *mcp.ElicitResult) (bool, error) {
 		return false, errors.New("the human did not approve")
 	}
 	return true, nil
+}
+
+func approvalKey(session, hash, rule string) string { return session + "|" + hash + "|" + rule }
+
+func (c *humanConfirmer) setBy(in GateInput, who string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.lastBy) > 1024 {
+		clear(c.lastBy)
+	}
+	c.lastBy[inputHash(in)] = who
+}
+
+// confirmedBy says who confirmed in (for the decision's reason).
+func (c *humanConfirmer) confirmedBy(in GateInput) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if who, ok := c.lastBy[inputHash(in)]; ok {
+		return who
+	}
+	return "the human"
+}
+
+// errAgentToken asks the agent to redeem a token with the confirm tool.
+type errAgentToken struct{ token string }
+
+func (e *errAgentToken) Error() string {
+	return fmt.Sprintf("needs confirmation (--confirm-mode=agent): call the confirm tool with token %q and a written justification, then send the same input again", e.token)
+}
+
+// agentConfirm spends an approval the agent redeemed for exactly this
+// input, or issues a token for one.
+func (c *humanConfirmer) agentConfirm(in GateInput, d Decision) (bool, error) {
+	key := approvalKey(sessionRef(in), inputHash(in), d.Rule)
+	c.mu.Lock()
+	exp, ok := c.approved[key]
+	if ok {
+		delete(c.approved, key)
+	}
+	c.mu.Unlock()
+	if ok && time.Now().Before(exp) {
+		c.setBy(in, "the agent, with a written justification (--confirm-mode=agent)")
+		return true, nil
+	}
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		return false, err
+	}
+	token, err := c.seal(confirmState{Session: sessionRef(in), Hash: inputHash(in), Rule: d.Rule, Nonce: hex.EncodeToString(nonce), Expires: time.Now().Add(c.ttl).Unix()})
+	if err != nil {
+		return false, err
+	}
+	return false, &errAgentToken{token: token}
+}
+
+// redeemToken records the agent's approval for the input a token names.
+func (c *humanConfirmer) redeemToken(token string) (confirmState, error) {
+	st, err := c.open(token)
+	if err != nil {
+		return st, err
+	}
+	exp := time.Unix(st.Expires, 0)
+	if time.Now().After(exp) {
+		return st, errors.New("the token expired; send the input again for a new one")
+	}
+	if !c.redeem(st.Nonce, exp) {
+		return st, errors.New("the token was already used")
+	}
+	c.mu.Lock()
+	c.approved[approvalKey(st.Session, st.Hash, st.Rule)] = exp
+	c.mu.Unlock()
+	return st, nil
+}
+
+// revoke drops an approval that could not be recorded.
+func (c *humanConfirmer) revoke(st confirmState) {
+	c.mu.Lock()
+	delete(c.approved, approvalKey(st.Session, st.Hash, st.Rule))
+	c.mu.Unlock()
 }

@@ -192,7 +192,11 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 			break
 		}
 		d.Action = "allow"
-		d.Reason += " (confirmed by the human)"
+		if by, ok := p.Confirmer.(interface{ confirmedBy(GateInput) string }); ok {
+			d.Reason += " (confirmed by " + by.confirmedBy(in) + ")"
+		} else {
+			d.Reason += " (confirmed)"
+		}
 	default:
 		if d.Action != "deny" {
 			d = Decision{Action: "deny", Rule: "policy.undefined", Reason: fmt.Sprintf("the policy returned %q, which is not allow, deny or confirm", d.Action), Severity: "high"}

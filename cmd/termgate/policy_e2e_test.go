@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -242,4 +243,55 @@ func TestEnterJudgesTheLineShown(t *testing.T) {
 		t.Fatal("python created the canary")
 	}
 	wantOutput(t, s.send(py, "2*21"), "42")
+}
+
+// TestConfirmModeAgent: with --confirm-mode=agent, a client that cannot ask
+// a human gets a one-time token; the agent redeems it with a written
+// justification, the same input then runs once, and the audit log keeps
+// who approved it and why. Without the mode the input is refused.
+func TestConfirmModeAgent(t *testing.T) {
+	plain := startServer(t)
+	pid := plain.start(nil)
+	plain.fails("session_send", map[string]any{"session_id": pid, "text": "sudo true"}, "cannot ask a human")
+
+	state := t.TempDir()
+	logPath := filepath.Join(state, "audit.jsonl")
+	s := startServer(t, "--confirm-mode", "agent", "--audit-log", logPath, "--audit-key", filepath.Join(state, "k"))
+	id := s.start(map[string]any{"cwd": t.TempDir()})
+	msg := s.fails("session_send", map[string]any{"session_id": id, "text": "sudo true"}, "call the confirm tool")
+	m := regexp.MustCompile(`token "([^"]+)"`).FindStringSubmatch(msg)
+	if m == nil {
+		t.Fatalf("no token in %q", msg)
+	}
+	token := m[1]
+	s.fails("confirm", map[string]any{"token": token, "justification": "need it"}, "at least 20 characters")
+	why := "checking that sudo works for the deploy script"
+	r := s.ok("confirm", map[string]any{"token": token, "justification": why})
+	if r["approved"] != true || str(r, "rule") != "privilege.escalation" {
+		t.Fatalf("confirm: %v", r)
+	}
+	s.fails("confirm", map[string]any{"token": token, "justification": why}, "already used")
+	s.fails("confirm", map[string]any{"token": "bogus", "justification": why}, "malformed")
+	// Another input is not approved by it.
+	s.fails("session_send", map[string]any{"session_id": id, "text": "sudo id"}, "call the confirm tool")
+	res := s.call("session_send", map[string]any{"session_id": id, "text": "sudo true"})
+	if res.IsError {
+		t.Fatalf("the approved input was refused: %s", resultText(res))
+	}
+	d, _ := structured(t, res)["decision"].(map[string]any)
+	if !strings.Contains(str(d, "reason"), "confirmed by the agent") {
+		t.Fatalf("decision: %v", d)
+	}
+	// Single use.
+	s.fails("session_send", map[string]any{"session_id": id, "text": "sudo true"}, "call the confirm tool")
+	s.close()
+	found := false
+	for _, rec := range readRecords(t, logPath) {
+		if field(rec, "event.action") == "confirmation-answered" && field(rec, "termgate.confirmation.answered_by") == "agent" {
+			found = field(rec, "termgate.confirmation.justification") == why
+		}
+	}
+	if !found {
+		t.Fatal("the agent's approval and its justification are not in the audit log")
+	}
 }

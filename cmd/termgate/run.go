@@ -134,6 +134,10 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	confirmer.agentMode = cfg.ConfirmMode == "agent"
+	if confirmer.agentMode {
+		logger.Warn("--confirm-mode=agent: the agent may confirm, with a written justification, what a human would be asked")
+	}
 	specs, err := bundleSecrets(b)
 	if err != nil {
 		return err
@@ -164,6 +168,7 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	}
 	gw := newGateway(cfg, logger, stages)
 	gw.redactor, gw.secrets, gw.policy, gw.getenv = redactor, secrets, engine, getenv
+	gw.confirmer = confirmer
 	gw.protected = protectedPaths(cfg, getenv)
 	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
 	// Sessions must not read this process's memory or environment.
@@ -241,6 +246,7 @@ type gateway struct {
 	policy    *policy.Engine    // its bundle holds the sandbox profiles
 	getenv    func(string) string
 	protected []string // the gateway's own files: no session reaches them
+	confirmer *humanConfirmer
 
 	// ends counts the watchers that record each session's end.
 	ends sync.WaitGroup

@@ -70,6 +70,18 @@ func annotations(title string, readOnly, destructive, idempotent, openWorld bool
 
 // tools is the tool table.
 func (g *gateway) tools() []toolDef {
+	t := g.baseTools()
+	if g.cfg.ConfirmMode == "agent" {
+		t = append(t, newTool(&mcp.Tool{
+			Name:        "confirm",
+			Description: "Only with --confirm-mode=agent: redeem the one-time token a refused input's result gave, with a written justification that is kept in the audit log; then send exactly the same input again. The approval is single use and expires.",
+			Annotations: annotations("Confirm an input", false, false, false, false),
+		}, guard(g, g.confirmTool)))
+	}
+	return t
+}
+
+func (g *gateway) baseTools() []toolDef {
 	return []toolDef{
 		newTool(&mcp.Tool{
 			Name:        "session_start",
@@ -1176,4 +1188,47 @@ func execSandboxText(sb *sandbox.Spec) string {
 		return "none: profile " + sb.Profile + " is unconfined"
 	}
 	return "enforced: profile " + sb.Profile
+}
+
+// ---- confirm (--confirm-mode=agent) ----
+
+type confirmIn struct {
+	Token         string `json:"token" jsonschema:"the token a refused input's result gave"`
+	Justification string `json:"justification" jsonschema:"why this input is needed, in your own words (at least 20 characters); kept in the audit log"`
+}
+
+type confirmOut struct {
+	Approved bool   `json:"approved"`
+	Rule     string `json:"rule" jsonschema:"the rule that asked for confirmation"`
+	Expires  string `json:"expires" jsonschema:"when the approval lapses (RFC 3339)"`
+}
+
+func (g *gateway) confirmTool(ctx context.Context, req *mcp.CallToolRequest, in confirmIn) (*mcp.CallToolResult, confirmOut, error) {
+	var out confirmOut
+	if g.confirmer == nil || !g.confirmer.agentMode {
+		return nil, out, errors.New("the confirm tool works only with --confirm-mode=agent")
+	}
+	just := strings.TrimSpace(in.Justification)
+	if utf8.RuneCountInString(just) < 20 {
+		return nil, out, errors.New("a written justification of at least 20 characters is required; nothing was approved")
+	}
+	if len(just) > 2000 {
+		return nil, out, errors.New("the justification is over 2000 bytes; nothing was approved")
+	}
+	st, err := g.confirmer.redeemToken(in.Token)
+	if err != nil {
+		return nil, out, fmt.Errorf("%v; nothing was approved", err)
+	}
+	red := g.stages.redact(just)
+	if err := g.stages.record(ctx, AuditEvent{
+		Kind: "confirmation_answered", Approved: true, Decision: Decision{Action: "confirm", Rule: st.Rule},
+		Input:   GateInput{Client: clientOf(req), Session: &GateRef{ID: st.Session}},
+		Outcome: "approved by the agent (--confirm-mode=agent): " + red,
+		Fields:  map[string]any{"termgate.confirmation.answered_by": "agent", "termgate.confirmation.via": "confirm-tool", "termgate.confirmation.justification": red},
+	}); err != nil {
+		g.confirmer.revoke(st)
+		return nil, out, fmt.Errorf("the audit log could not record the approval (%v); nothing was approved", err)
+	}
+	out = confirmOut{Approved: true, Rule: st.Rule, Expires: time.Unix(st.Expires, 0).UTC().Format(time.RFC3339)}
+	return textResult(fmt.Sprintf("approved once (%s), until %s: send exactly the same input again", st.Rule, out.Expires)), out, nil
 }
