@@ -938,6 +938,11 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 	if gotOutput && !s.screen.AltScreen() && (cursor.Line > p.start.Line || p.startup) {
 		line := s.screen.LineText()
 		fam := familyOf(program)
+		if fam == nil && p.startup {
+			// A launcher (pyenv's shim is a bash script) may still be in
+			// the foreground: the program asked for names the prompt.
+			fam = familyOf(filepath.Base(s.spec.Argv[0]))
+		}
 		// Each line typed moves the cursor down at least once: a prompt
 		// before the last line's echo is a continuation prompt mid-input.
 		echoed := p.startup || cursor.Line >= p.start.Line+int64(len(p.input))
@@ -967,7 +972,8 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 	// ssh) or a full-screen program (vim, top, less).
 	line := strings.TrimSpace(s.screen.LineText())
 	waiting := line != "" && (cursor.Line > p.start.Line || p.startup || cursor.Col > p.start.Col)
-	reportsEnd := s.integration || s.learned != "" || familyOf(program) != nil && s.spec.Mode == ModePTY
+	known := familyOf(program) != nil || p.startup && familyOf(filepath.Base(s.spec.Argv[0])) != nil
+	reportsEnd := s.integration || s.learned != "" || known && s.spec.Mode == ModePTY
 	if reportsEnd && !waiting && !s.screen.AltScreen() {
 		return st, 0
 	}

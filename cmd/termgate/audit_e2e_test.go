@@ -175,15 +175,7 @@ func field(r map[string]any, path string) any {
 
 func verify(t *testing.T, key string, files ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(binPath, append([]string{"audit", "verify", "--audit-key", key}, files...)...)
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return string(out), code
+	return runBinary(t, "", append([]string{"audit", "verify", "--audit-key", key}, files...)...)
 }
 
 // TestAuditLogOfARealSession drives every kind of event through the real

@@ -17,16 +17,7 @@ import (
 func sandboxRun(t *testing.T, dir string, extra []string, argv ...string) (string, int) {
 	t.Helper()
 	args := append(append([]string{"sandbox", "run"}, extra...), "--")
-	cmd := exec.Command(binPath, append(args, argv...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return string(out), code
+	return runBinary(t, dir, append(args, argv...)...)
 }
 
 // tinyBundle is the default bundle plus a profile with small limits, so

@@ -598,15 +598,7 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	if !utf8.ValidString(in.Text) {
 		return nil, out, errors.New("text is not valid UTF-8; nothing was sent")
 	}
-	o, err := g.waitOpts(in.TimeoutMs, in.QuietMs, in.WaitFor)
-	if err != nil {
-		return nil, out, err
-	}
-	maxOut, err := g.maxOutput(in.MaxOutput)
-	if err != nil {
-		return nil, out, err
-	}
-	st, err := writable(s)
+	o, maxOut, st, err := g.inputOpts(s, in.TimeoutMs, in.QuietMs, in.WaitFor, in.MaxOutput)
 	if err != nil {
 		return nil, out, err
 	}
@@ -645,6 +637,21 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	return g.ioResult(ctx, s, r, maxOut, gin, &d)
 }
 
+// inputOpts checks what every input call shares: its wait options, its
+// output cap, and that the session can take input.
+func (g *gateway) inputOpts(s *session.Session, timeoutMs, quietMs int, waitFor string, maxOutput int) (session.WaitOpts, int, session.Status, error) {
+	o, err := g.waitOpts(timeoutMs, quietMs, waitFor)
+	if err != nil {
+		return o, 0, session.Status{}, err
+	}
+	maxOut, err := g.maxOutput(maxOutput)
+	if err != nil {
+		return o, 0, session.Status{}, err
+	}
+	st, err := writable(s)
+	return o, maxOut, st, err
+}
+
 // sendSecret types a secret into a prompt that hides what is typed. The
 // value goes to the terminal and the redactor only: the policy is asked
 // about secret input (secret: true, no text), and nothing else sees it.
@@ -679,15 +686,7 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 			return nil, out, fmt.Errorf("secret: %v; nothing was sent", err)
 		}
 	}
-	o, err := g.waitOpts(in.TimeoutMs, in.QuietMs, in.WaitFor)
-	if err != nil {
-		return nil, out, err
-	}
-	maxOut, err := g.maxOutput(in.MaxOutput)
-	if err != nil {
-		return nil, out, err
-	}
-	st, err := writable(s)
+	o, maxOut, st, err := g.inputOpts(s, in.TimeoutMs, in.QuietMs, in.WaitFor, in.MaxOutput)
 	if err != nil {
 		return nil, out, err
 	}
@@ -809,15 +808,7 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err := g.checkInputSize(size); err != nil {
 		return nil, out, err
 	}
-	o, err := g.waitOpts(in.TimeoutMs, in.QuietMs, in.WaitFor)
-	if err != nil {
-		return nil, out, err
-	}
-	maxOut, err := g.maxOutput(in.MaxOutput)
-	if err != nil {
-		return nil, out, err
-	}
-	st, err := writable(s)
+	o, maxOut, st, err := g.inputOpts(s, in.TimeoutMs, in.QuietMs, in.WaitFor, in.MaxOutput)
 	if err != nil {
 		return nil, out, err
 	}
