@@ -199,6 +199,11 @@ func confine(s Spec) error {
 			return fmt.Errorf("setrlimit %d: %v", l.res, err)
 		}
 	}
+	// The bounding set goes while this process still may drop it (as
+	// root, before any change of identity).
+	if err := dropBounding(); err != nil {
+		return err
+	}
 	if s.GID >= 0 {
 		if err := syscall.Setgroups(nil); err != nil {
 			return fmt.Errorf("setgroups: %v", err)
@@ -227,11 +232,6 @@ func confine(s Spec) error {
 // dropCapabilities empties the bounding, ambient, effective, permitted and
 // inheritable sets: a session holds no capability, even as root.
 func dropCapabilities() error {
-	for c := 0; c <= 63; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("dropping capability %d: %v", c, err)
-		}
-	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("clearing ambient capabilities: %v", err)
 	}
@@ -316,4 +316,23 @@ func applyLandlock(s Spec) error {
 		return fmt.Errorf("landlock: %v", err)
 	}
 	return nil
+}
+
+// dropBounding empties the capability bounding set.
+func dropBounding() error {
+	for c := 0; c <= 63; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			if errors.Is(err, unix.EPERM) && !hasCap(c) {
+				continue // not held, and may not be dropped without CAP_SETPCAP: nothing to drop
+			}
+			return fmt.Errorf("dropping capability %d: %v", c, err)
+		}
+	}
+	return nil
+}
+
+// hasCap reports whether c is in the bounding set.
+func hasCap(c int) bool {
+	r, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
+	return err == nil && r == 1
 }

@@ -226,3 +226,18 @@ func reportPair(b *testing.B, a, c []time.Duration, an, cn string) {
 	b.ReportMetric(med(c), cn+"-median-ms")
 	b.ReportMetric(0, "ns/op")
 }
+
+// TestSessionUser: --session-user runs the program as that user, with no
+// capabilities.
+func TestSessionUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to change user")
+	}
+	if _, err := exec.Command("id", "nobody").Output(); err != nil {
+		t.Skip("no user nobody")
+	}
+	out, code := sandboxRun(t, t.TempDir(), []string{"--session-user", "nobody"}, "sh", "-c", "id -u; grep -c 'Cap...:\t0000000000000000' /proc/self/status")
+	if code != 0 || out != "65534\n5\n" {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+}
