@@ -1072,25 +1072,64 @@ func stripEcho(text string, input []string) string {
 		return text
 	}
 	lines := strings.Split(text, "\n")
-	i := 0
-	for _, in := range input {
-		if i >= len(lines) {
-			break
+	// Each leading line must be the echo of an input line, in order. An
+	// input line whose echo is not there (the cursor was already past it)
+	// is skipped, and so is a blank line before more echo; an empty input
+	// line is only ever matched in its own turn.
+	match := func(line string, from int, last bool) int {
+		for k := from; k < len(input); k++ {
+			if strings.TrimSpace(input[k]) == "" && k != from {
+				continue
+			}
+			if echoOf(line, input[k], last) {
+				return k
+			}
 		}
-		want := strings.TrimSpace(in)
-		got := strings.TrimRight(lines[i], " ")
-		switch {
-		case want == "" && len(strings.TrimSpace(got)) <= 12 && !strings.ContainsAny(strings.TrimSpace(got), "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"):
-		case want != "" && strings.HasSuffix(got, want):
-		case want != "" && i == len(lines)-1 && strings.HasPrefix(want, strings.TrimSpace(got)):
-			// The echo is still arriving (the redactor holds the end of
-			// a line back for a moment): what is there is echo so far.
-		default:
-			return strings.Join(lines[i:], "\n")
+		return -1
+	}
+	i, j := 0, 0
+	for i < len(lines) && j < len(input) {
+		last := i == len(lines)-1
+		if k := match(lines[i], j, last); k >= 0 {
+			i, j = i+1, k+1
+			continue
 		}
-		i++
+		if strings.TrimSpace(lines[i]) == "" && !last && match(lines[i+1], j, i+1 == len(lines)-1) >= 0 {
+			i++
+			continue
+		}
+		break
 	}
 	return strings.Join(lines[i:], "\n")
+}
+
+// echoOf reports whether a screen line is the echo of an input line (after
+// the prompt or a continuation prompt). The last line may hold only the
+// start of it: the echo is still arriving (the redactor holds the end of a
+// line back for a moment).
+func echoOf(line, input string, last bool) bool {
+	want := strings.TrimSpace(input)
+	got := strings.TrimRight(line, " ")
+	switch {
+	case want == "":
+		g := strings.TrimSpace(got)
+		return len(g) <= 12 && !strings.ContainsAny(g, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+	case strings.HasSuffix(got, want):
+		return true
+	case last:
+		// The start of the echo, after a prompt: some tail of the line
+		// begins the input.
+		for p := 0; p < len(got); p++ {
+			if p > 0 && got[p-1] != ' ' || got[p] == ' ' {
+				continue
+			}
+			if tail := got[p:]; len(tail) >= min(3, len(want)) && strings.HasPrefix(want, tail) {
+				return true
+			}
+		}
+		return strings.TrimSpace(got) == ""
+	}
+	return false
 }
 
 // Resize changes the terminal's size; the program gets SIGWINCH.
