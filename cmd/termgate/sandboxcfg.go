@@ -67,9 +67,11 @@ func protectedPaths(cfg Config, getenv func(string) string) []string {
 			}
 		}
 	}
-	if cfg.AuditLog == "" {
+	switch cfg.AuditLog {
+	case "":
 		add(state)
-	} else {
+	case "off":
+	default:
 		add(filepath.Dir(cfg.AuditLog))
 	}
 	if cfg.AuditKey != "" {
