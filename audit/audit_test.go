@@ -70,6 +70,17 @@ func TestChainVerifies(t *testing.T) {
 	if !rep.OK() || rep.Records != 21 || !rep.CleanStop || rep.Truncated != "" {
 		t.Fatalf("report: %+v", rep)
 	}
+	// Every line is in canonical form: what encoding/json makes of it.
+	for _, l := range lines(t, path) {
+		r, err := parse([]byte(strings.TrimSuffix(l, "\n")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(r)
+		if string(b) != strings.TrimSuffix(l, "\n") {
+			t.Fatalf("not canonical:\n%s\n%s", l, b)
+		}
+	}
 	fi, _ := os.Stat(path)
 	if fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %o", fi.Mode().Perm())

@@ -222,10 +222,21 @@ func (l *Log) writeLocked(r Record, sync bool) error {
 	}
 	h := seal(l.opt.Key, canon)
 	r.Set("termgate.chain.hash", h)
-	line, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("audit: encoding a record: %w", err)
+	// The line is the canonical form with the seal put in its sorted
+	// place ("hash" sorts before "prev"), without encoding it all again.
+	// Inside JSON strings quotes are escaped, so the first raw
+	// `"chain":{"prev":` is the chain object itself.
+	i := bytes.Index(canon, []byte(`"chain":{"prev":`))
+	if i < 0 {
+		return errors.New("audit: the record has no chain object")
 	}
+	i += len(`"chain":{`)
+	line := make([]byte, 0, len(canon)+len(h)+12)
+	line = append(line, canon[:i]...)
+	line = append(line, `"hash":"`...)
+	line = append(line, h...)
+	line = append(line, `",`...)
+	line = append(line, canon[i:]...)
 	line = append(line, '\n')
 	if _, err := l.f.Write(line); err != nil {
 		return fmt.Errorf("audit: writing %s: %w", l.opt.Path, err)
