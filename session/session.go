@@ -206,6 +206,17 @@ func start(id string, spec Spec) (*Session, error) {
 	}
 	s.privDir = dir
 	argv, env := spec.Argv, spec.Env
+	// REPLs keep their history in the session's private directory, as the
+	// shells do: not in the user's files (which a confined session cannot
+	// write anyway, and some REPLs print a warning when they cannot).
+	for name, file := range map[string]string{
+		"NODE_REPL_HISTORY": "node_history", "PYTHON_HISTORY": "python_history",
+		"PSQL_HISTORY": "psql_history", "SQLITE_HISTORY": "sqlite_history",
+	} {
+		if lookupEnv(env, name) == "" {
+			env = setEnv(append([]string(nil), env...), name, filepath.Join(dir, file))
+		}
+	}
 	if spec.Mode == ModePTY {
 		var ok bool
 		argv, env, ok, err = shellIntegration(argv, env, dir)
