@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -122,6 +123,10 @@ func (l *Launch) Started(cmd *exec.Cmd) error {
 // Main is the launcher: it confines itself as the spec on fd 3 says, then
 // execs the program. It never returns.
 func Main() {
+	// Capabilities, the bounding set, PDEATHSIG and the ambient set are
+	// attributes of a thread, and the thread that calls execve is the one
+	// whose attributes the program gets: everything happens on this one.
+	runtime.LockOSThread()
 	status := os.NewFile(4, "status")
 	fail := func(format string, a ...any) {
 		fmt.Fprintf(status, format, a...)
