@@ -144,15 +144,9 @@ const noPolicyRule = "policy.none"
 // error means nothing may be written; its text says why and that nothing
 // was sent.
 func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInput) (Decision, error) {
-	var d Decision
-	if p.Decider == nil {
-		d = Decision{Action: "allow", Rule: noPolicyRule, Reason: "no policy engine is configured in this build"}
-	} else {
-		var err error
-		d, err = p.Decider.Decide(ctx, in)
-		if err != nil {
-			d = Decision{Action: "deny", Rule: "policy.error", Reason: "the policy could not decide: " + err.Error(), Severity: "high"}
-		}
+	d := Decision{Action: "allow", Rule: noPolicyRule, Reason: "no policy engine is configured in this build"}
+	if p.Decider != nil {
+		d = p.decide(ctx, in)
 	}
 	switch d.Action {
 	case "allow":
@@ -197,10 +191,6 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 		} else {
 			d.Reason += " (confirmed)"
 		}
-	default:
-		if d.Action != "deny" {
-			d = Decision{Action: "deny", Rule: "policy.undefined", Reason: fmt.Sprintf("the policy returned %q, which is not allow, deny or confirm", d.Action), Severity: "high"}
-		}
 	}
 	if p.Auditor != nil {
 		if err := p.Auditor.Record(ctx, AuditEvent{Kind: "decision", Input: in, Decision: d}); err != nil {
@@ -213,6 +203,19 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 	return d, nil
 }
 
+// decide asks the policy, failing closed: an error, or an action other
+// than allow, deny or confirm, is a deny.
+func (p *Stages) decide(ctx context.Context, in GateInput) Decision {
+	d, err := p.Decider.Decide(ctx, in)
+	switch {
+	case err != nil:
+		return Decision{Action: "deny", Rule: "policy.error", Reason: "the policy could not decide: " + err.Error(), Severity: "high"}
+	case d.Action != "allow" && d.Action != "deny" && d.Action != "confirm":
+		return Decision{Action: "deny", Rule: "policy.undefined", Reason: fmt.Sprintf("the policy returned %q, which is not allow, deny or confirm", d.Action), Severity: "high"}
+	}
+	return d
+}
+
 // judgeLine is the gate at Enter: the line the terminal shows is judged
 // before the Enter goes through. A line that needs a human's confirmation
 // is refused here (the keys that typed it cannot be replayed after the
@@ -221,18 +224,9 @@ func (p *Stages) judgeLine(ctx context.Context, in GateInput) error {
 	if p.Decider == nil {
 		return nil
 	}
-	d, err := p.Decider.Decide(ctx, in)
-	if err != nil {
-		d = Decision{Action: "deny", Rule: "policy.error", Reason: "the policy could not decide: " + err.Error(), Severity: "high"}
-	}
-	switch d.Action {
-	case "allow":
-	case "confirm":
+	d := p.decide(ctx, in)
+	if d.Action == "confirm" {
 		d = Decision{Action: "deny", Rule: d.Rule, Reason: d.Reason + " (needs a human's confirmation: send the whole line with session_send to ask)", Severity: d.Severity}
-	default:
-		if d.Action != "deny" {
-			d = Decision{Action: "deny", Rule: "policy.undefined", Reason: fmt.Sprintf("the policy returned %q", d.Action), Severity: "high"}
-		}
 	}
 	if p.Auditor != nil {
 		if err := p.Auditor.Record(ctx, AuditEvent{Kind: "decision", Input: in, Decision: d}); err != nil {
