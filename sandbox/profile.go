@@ -224,3 +224,53 @@ func jsonUnmarshalStrict(b []byte, v any) error {
 	d.DisallowUnknownFields()
 	return d.Decode(v)
 }
+
+// Attach readies the spec for one launch: tmp, when given, is the launch's
+// private temporary directory (writable, and its TMPDIR); name names its
+// pids cgroup. It checks what this kernel can enforce and refuses what it
+// cannot, unless BestEffort, and returns how the launch will be confined
+// and the cgroup the caller empties and removes when the launch is over.
+func (s *Spec) Attach(name, tmp string) (Status, *Cgroup, error) {
+	st := Status{Profile: s.Profile}
+	if tmp != "" {
+		s.Env = setEnv(s.Env, "TMPDIR", tmp)
+		if !s.Unconfined {
+			s.Write = append(s.Write, tmp)
+		}
+	}
+	if s.Unconfined {
+		return st, nil, nil
+	}
+	support := Probe()
+	st.LandlockABI = min(support.LandlockABI, MinABI)
+	st.Seccomp = support.SeccompAPI > 0
+	st.Enforced = true
+	if need := s.RequiredABI(); support.LandlockABI < need {
+		if !s.BestEffort {
+			return st, nil, fmt.Errorf("this kernel's Landlock ABI is %d and confined sessions need %d (termgate sandbox check; --sandbox=best-effort runs degraded)", support.LandlockABI, need)
+		}
+		st.NotEnforced = append(st.NotEnforced, fmt.Sprintf("landlock ABI %d < %d", support.LandlockABI, need))
+	}
+	cg, err := NewCgroup(name, s.Limits.Processes)
+	switch {
+	case err == nil:
+		st.Cgroup = true
+		s.Cgroups = []string{cg.Procs()}
+	case s.NeedsCgroup && !s.BestEffort:
+		return st, nil, fmt.Errorf("its process count cannot be bounded (%v); RLIMIT_NPROC does not bind root (--session-user, or --sandbox=best-effort)", err)
+	case s.NeedsCgroup:
+		st.NotEnforced = append(st.NotEnforced, "process count: no pids cgroup, and RLIMIT_NPROC does not bind root")
+	}
+	return st, cg, nil
+}
+
+// setEnv sets name=value in a copy of env.
+func setEnv(env []string, name, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, name+"="+value)
+}

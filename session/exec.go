@@ -21,6 +21,7 @@ type ExecResult struct {
 	TimedOut  bool
 	Truncated bool // output beyond the byte budget was dropped from the middle
 	Duration  time.Duration
+	Sandbox   sandbox.Status // how it ran confined, when it did
 }
 
 // Exec runs argv to completion in its own session with stdout and stderr
@@ -57,33 +58,30 @@ func Exec(ctx context.Context, argv []string, dir string, env []string, limit ti
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	var launch *sandbox.Launch
-	var cg *sandbox.Cgroup
+	var status sandbox.Status
 	if sb != nil {
 		spec := *sb
 		spec.Argv, spec.Env, spec.Dir = argv, env, dir
+		tmp := ""
 		if !spec.Unconfined {
-			tmp, err := os.MkdirTemp("", "termgate-exec-")
-			if err != nil {
+			var err error
+			if tmp, err = os.MkdirTemp("", "termgate-exec-"); err != nil {
 				return ExecResult{}, err
 			}
 			defer os.RemoveAll(tmp)
-			spec.Write = append(spec.Write, tmp)
-			spec.Env = setEnv(append([]string(nil), env...), "TMPDIR", tmp)
-			res := sandbox.Status{Profile: spec.Profile, Enforced: true, Seccomp: true}
-			if c, err := sandbox.NewCgroup("exec-"+newID(), spec.Limits.Processes); err == nil {
-				cg, res.Cgroup = c, true
-				spec.Cgroups = []string{c.Procs()}
-				defer func() { c.Kill(); _ = c.Remove() }()
-			} else if spec.NeedsCgroup && !spec.BestEffort {
-				return ExecResult{}, fmt.Errorf("not run: its process count cannot be bounded (%v)", err)
-			}
 		}
-		var err error
+		st, cg, err := spec.Attach("exec-"+newID(), tmp)
+		if err != nil {
+			return ExecResult{}, fmt.Errorf("not run: %w", err)
+		}
+		if cg != nil {
+			defer func() { cg.Kill(); _ = cg.Remove() }()
+		}
+		status = st
 		if launch, err = sandbox.Prepare(cmd, spec); err != nil {
 			return ExecResult{}, err
 		}
 	}
-	_ = cg
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return ExecResult{}, fmt.Errorf("starting %s: %w", argv[0], err)
@@ -129,6 +127,7 @@ func Exec(ctx context.Context, argv []string, dir string, env []string, limit ti
 		s.Close() // every byte is in buf before it is read
 	}
 	res.Output, res.Truncated = buf.String()
+	res.Sandbox = status
 	return res, nil
 }
 

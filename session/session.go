@@ -214,7 +214,7 @@ func start(id string, spec Spec) (*Session, error) {
 		"PSQL_HISTORY": "psql_history", "SQLITE_HISTORY": "sqlite_history",
 	} {
 		if lookupEnv(env, name) == "" {
-			env = setEnv(append([]string(nil), env...), name, filepath.Join(dir, file))
+			env = setEnv(env, name, filepath.Join(dir, file))
 		}
 	}
 	if spec.Mode == ModePTY {
@@ -314,33 +314,15 @@ func (s *Session) prepareSandbox(cmd *exec.Cmd, sb sandbox.Spec, argv, env []str
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the session's tmp: %w", err)
 	}
-	sb.Argv, sb.Dir = argv, s.spec.Dir
-	sb.Env = setEnv(append([]string(nil), env...), "TMPDIR", tmp)
-	st := sandbox.Status{Profile: sb.Profile}
+	sb.Argv, sb.Dir, sb.Env = argv, s.spec.Dir, env
 	if !sb.Unconfined {
-		sb.Write = append(sb.Write, s.privDir)
-		support := sandbox.Probe()
-		st.LandlockABI = min(support.LandlockABI, sandbox.MinABI)
-		st.Seccomp = support.SeccompAPI > 0
-		st.Enforced = true
-		if need := sb.RequiredABI(); support.LandlockABI < need {
-			if !sb.BestEffort {
-				return nil, fmt.Errorf("session not started: this kernel's Landlock ABI is %d and confined sessions need %d (termgate sandbox check; --sandbox=best-effort runs degraded)", support.LandlockABI, need)
-			}
-			st.NotEnforced = append(st.NotEnforced, fmt.Sprintf("landlock ABI %d < %d", support.LandlockABI, need))
-		}
-		cg, err := sandbox.NewCgroup(s.id, sb.Limits.Processes)
-		switch {
-		case err == nil:
-			s.cgroup, st.Cgroup = cg, true
-			sb.Cgroups = []string{cg.Procs()}
-		case sb.NeedsCgroup && !sb.BestEffort:
-			return nil, fmt.Errorf("session not started: its process count cannot be bounded (%v); RLIMIT_NPROC does not bind root (--session-user, or --sandbox=best-effort)", err)
-		case sb.NeedsCgroup:
-			st.NotEnforced = append(st.NotEnforced, "process count: no pids cgroup, and RLIMIT_NPROC does not bind root")
-		}
+		sb.Write = append(sb.Write, s.privDir) // history and rc files too
 	}
-	s.sandbox = st
+	st, cg, err := sb.Attach(s.id, tmp)
+	if err != nil {
+		return nil, fmt.Errorf("session not started: %w", err)
+	}
+	s.sandbox, s.cgroup = st, cg
 	return sandbox.Prepare(cmd, sb)
 }
 

@@ -76,18 +76,14 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 	}
 	defer os.RemoveAll(tmp)
 	spec.Argv, spec.Dir = append([]string{path}, argv[1:]...), cwd
-	spec.Env = append(sessionEnv(os.Environ(), nil), "TMPDIR="+tmp)
-	spec.Write = append(spec.Write, tmp)
-	if !spec.Unconfined {
-		cg, err := sandbox.NewCgroup(fmt.Sprintf("run-%d", os.Getpid()), spec.Limits.Processes)
-		switch {
-		case err == nil:
-			spec.Cgroups = []string{cg.Procs()}
-			defer func() { cg.Kill(); _ = cg.Remove() }()
-		case spec.NeedsCgroup && !spec.BestEffort:
-			fmt.Fprintf(stderr, "termgate: the process count cannot be bounded (%v)\n", err)
-			return 1
-		}
+	spec.Env = sessionEnv(os.Environ(), nil)
+	_, cg, err := spec.Attach(fmt.Sprintf("run-%d", os.Getpid()), tmp)
+	if err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 1
+	}
+	if cg != nil {
+		defer func() { cg.Kill(); _ = cg.Remove() }()
 	}
 	cmd := exec.Command(path)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr

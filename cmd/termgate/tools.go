@@ -1149,7 +1149,7 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, "")
 	out = execOut{
 		Output: text, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Truncated: truncated || r.Truncated,
-		Duration: r.Duration.Milliseconds(), Sandbox: execSandboxText(sb), Decision: &d,
+		Duration: r.Duration.Milliseconds(), Sandbox: sandboxStatusOf(sb, r.Sandbox), Decision: &d,
 	}
 	if err := g.stages.outcome(ctx, gin, d, fmt.Sprintf("exit %d", r.ExitCode), summarize(text, "exited", &r.ExitCode)); err != nil {
 		return nil, out, err
@@ -1168,17 +1168,6 @@ func lookShell() (string, error) {
 		}
 	}
 	return "", errors.New("no shell found for exec (/bin/bash or /bin/sh)")
-}
-
-// execSandboxText says how an exec ran.
-func execSandboxText(sb *sandbox.Spec) string {
-	if sb == nil {
-		return sandboxStatusOf(nil, sandbox.Status{})
-	}
-	if sb.Unconfined {
-		return "none: profile " + sb.Profile + " is unconfined"
-	}
-	return "enforced: profile " + sb.Profile
 }
 
 // ---- confirm (--confirm-mode=agent) ----
