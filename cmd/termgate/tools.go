@@ -603,12 +603,7 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, out, err
 	}
 	enter := in.Enter == nil || *in.Enter
-	g.unfinishedMu.Lock()
-	judged := in.Text
-	if prev, ok := g.unfinished[s.ID()]; ok {
-		judged = prev + "\n" + in.Text // a continuation is judged with what it continues
-	}
-	g.unfinishedMu.Unlock()
+	judged := g.continuing(s.ID(), in.Text)
 	gin := GateInput{
 		Action: "input", Text: judged, Program: st.Program, Secret: st.EchoOff,
 		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
@@ -712,6 +707,17 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 	return g.ioResult(ctx, s, r, maxOut, gin, &d)
 }
 
+// continuing is text as the policy judges it: a continuation of a
+// session's unfinished shell command is judged with what it continues.
+func (g *gateway) continuing(id, text string) string {
+	g.unfinishedMu.Lock()
+	defer g.unfinishedMu.Unlock()
+	if prev, ok := g.unfinished[id]; ok {
+		return prev + "\n" + text
+	}
+	return text
+}
+
 // lineJudge returns the judge asked at each Enter about the line the
 // terminal shows; a continuation is judged with what it continues.
 func (g *gateway) lineJudge(ctx context.Context, s *session.Session, base GateInput) func(string) error {
@@ -726,12 +732,7 @@ func (g *gateway) lineJudge(ctx context.Context, s *session.Session, base GateIn
 			return fmt.Errorf("%w: the line at Enter holds text the redactor masked on the screen, so it cannot be judged as it would run; the typed line was cleared and nothing ran. Send the whole line with session_send", ErrRefused)
 		}
 		in := base
-		in.Action, in.Program, in.Text = "input", st.Program, line
-		g.unfinishedMu.Lock()
-		if prev, ok := g.unfinished[s.ID()]; ok {
-			in.Text = prev + "\n" + line
-		}
-		g.unfinishedMu.Unlock()
+		in.Action, in.Program, in.Text = "input", st.Program, g.continuing(s.ID(), line)
 		return g.stages.judgeLine(ctx, in)
 	}
 }
