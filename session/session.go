@@ -167,7 +167,8 @@ type Session struct {
 	sandbox    sandbox.Status
 	lastInput  time.Time
 	started    time.Time
-	readPos    Pos // where the next "new" read starts
+	running    time.Time // when the program itself began (after the launcher's exec)
+	readPos    Pos       // where the next "new" read starts
 	pending    *pending
 	learned    string // prompt learned at start
 	exited     bool
@@ -297,6 +298,9 @@ func start(id string, spec Spec) (*Session, error) {
 		return nil, fmt.Errorf("unknown mode %q", spec.Mode)
 	}
 	s.cmd = cmd
+	// The start's quiet period counts from the program's own start: a
+	// launcher slowed by a busy host must not pass for a silent program.
+	s.running = time.Now()
 	if spec.NewTap != nil {
 		s.tap = spec.NewTap(id)
 	}
@@ -736,7 +740,7 @@ func (s *Session) Read(ctx context.Context, o WaitOpts) (Result, error) {
 // WaitStart waits for a new session's first prompt and returns its banner.
 func (s *Session) WaitStart(ctx context.Context, o WaitOpts) (Result, error) {
 	s.mu.Lock()
-	s.pending = &pending{start: Pos{}, at: s.started, startup: true}
+	s.pending = &pending{start: Pos{}, at: s.running, startup: true}
 	s.mu.Unlock()
 	r, err := s.wait(ctx, o, true)
 	if err == nil && r.Completion == CompletionQuiet && r.Prompt == "" {
@@ -974,13 +978,23 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 	if s.lastOutput.After(last) {
 		last = s.lastOutput
 	}
-	if quiet := now.Sub(last); quiet >= o.Quiet {
+	need := o.Quiet
+	if p.startup && s.bytesOut == 0 && need < startupSilence {
+		// A program that has printed nothing yet is most likely still
+		// loading, not waiting for input.
+		need = startupSilence
+	}
+	if quiet := now.Sub(last); quiet >= need {
 		st.done, st.completion = true, CompletionQuiet
 		return st, 0
 	} else {
-		return st, o.Quiet - quiet
+		return st, need - quiet
 	}
 }
+
+// startupSilence is how long a new session's program may print nothing at
+// all before its start is called quiet.
+const startupSilence = time.Second
 
 // programLocked returns the terminal's foreground program name.
 func (s *Session) programLocked() string {
