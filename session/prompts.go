@@ -31,6 +31,10 @@ var knownPrompts = []promptFamily{
 // prompt sign followed by a space.
 var genericShellPrompt = regexp.MustCompile(`^[^$#%>]*[$#%>] `)
 
+// shellPromptAtCursor is a whole line that looks like a shell's prompt
+// waiting at the cursor: up to a prompt sign and a space.
+var shellPromptAtCursor = regexp.MustCompile(`^[^$#%>]*[$#%>] $`)
+
 // familyOf returns the prompt family of a program name, or nil.
 func familyOf(program string) *promptFamily {
 	for i := range knownPrompts {

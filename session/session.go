@@ -952,6 +952,20 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 			st.prompt = line
 			return st, 0
 		}
+		if p.startup && fam == nil && !s.integration && !s.exited && s.spec.Mode == ModePTY && isShell(program) && shellPromptAtCursor.MatchString(line) {
+			// A shell without termgate's integration (bash --norc, sh): a
+			// prompt-shaped line with the shell blocked reading its
+			// terminal is its prompt, learned for the commands to come.
+			pgid, _ := foreground(s.pty.Fd())
+			if n, err := inputPending(s.pty.Fd()); err == nil && n == 0 && asleep(pgid) {
+				s.learned = line
+				st.done, st.completion = true, CompletionPrompt
+				st.to = Pos{Line: cursor.Line}
+				st.prompt = line
+				return st, 0
+			}
+			return st, 2 * time.Millisecond // look again once it has gone to read
+		}
 	}
 
 	// 3. Exit.

@@ -605,7 +605,9 @@ func TestZshShellIntegration(t *testing.T) {
 func TestLearnedPrompt(t *testing.T) {
 	s := startServer(t)
 	out := s.ok("session_start", map[string]any{"argv": []string{"sh"}, "env": map[string]string{"PS1": "dash-prompt$ "}})
-	if str(out, "prompt") != "dash-prompt$" || out["shell_integration"] != false {
+	// The prompt is recognised by its shape once the shell blocks reading,
+	// not waited out as a quiet period.
+	if str(out, "prompt") != "dash-prompt$" || out["shell_integration"] != false || str(out, "completion") != "prompt" {
 		t.Fatalf("start: %v", out)
 	}
 	id := str(out, "session_id")
@@ -613,6 +615,15 @@ func TestLearnedPrompt(t *testing.T) {
 	wantOutput(t, r, "learned\ndone")
 	if str(r, "completion") != "prompt" {
 		t.Fatalf("completion: %v", r)
+	}
+	out = s.ok("session_start", map[string]any{"argv": []string{"bash", "--norc"}})
+	if !strings.HasPrefix(str(out, "prompt"), "bash-") || str(out, "completion") != "prompt" {
+		t.Fatalf("bash --norc start: %v", out)
+	}
+	r = s.send(str(out, "session_id"), "printf 'a#%s\\n' b")
+	wantOutput(t, r, "a#b")
+	if str(r, "completion") != "prompt" {
+		t.Fatalf("bash --norc completion: %v", r)
 	}
 }
 

@@ -191,23 +191,34 @@ func BenchmarkSandboxedStart(b *testing.B) {
 	off := startServer(b, "--sandbox", "off", "--max-sessions", "4096")
 	on := startServer(b, "--max-sessions", "4096")
 	dir := b.TempDir()
-	start := func(s *server) time.Duration {
-		t0 := time.Now()
-		// bash with termgate's generated rc and no user rc (HOME is empty):
-		// the prompt is known exactly, so no quiet period is waited out.
-		id := s.start(map[string]any{"argv": []string{"bash"}, "cwd": dir})
-		d := time.Since(t0)
-		s.ok("session_close", map[string]any{"session_id": id})
-		return d
+	for _, argv := range [][]string{
+		// The measure: bash's own prompt, recognised as a shell's.
+		{"bash", "--norc"},
+		// What an agent usually starts: bash with termgate's generated rc
+		// (HOME is empty, so no user rc), its prompt marked by OSC 133.
+		{"bash"},
+	} {
+		b.Run(strings.Join(argv, "_"), func(b *testing.B) {
+			start := func(s *server) time.Duration {
+				t0 := time.Now()
+				out := s.ok("session_start", map[string]any{"argv": argv, "cwd": dir})
+				d := time.Since(t0)
+				if str(out, "completion") != "prompt" {
+					b.Fatalf("start did not end on a prompt: %v", out)
+				}
+				s.ok("session_close", map[string]any{"session_id": str(out, "session_id")})
+				return d
+			}
+			var dOff, dOn []time.Duration
+			b.ResetTimer()
+			for range b.N {
+				dOff = append(dOff, start(off))
+				dOn = append(dOn, start(on))
+			}
+			b.StopTimer()
+			reportPair(b, dOff, dOn, "unconfined", "confined")
+		})
 	}
-	var dOff, dOn []time.Duration
-	b.ResetTimer()
-	for range b.N {
-		dOff = append(dOff, start(off))
-		dOn = append(dOn, start(on))
-	}
-	b.StopTimer()
-	reportPair(b, dOff, dOn, "unconfined", "confined")
 }
 
 func reportPair(b *testing.B, a, c []time.Duration, an, cn string) {
