@@ -5,6 +5,7 @@ package termgate
 sql_text := input.text if input.program in cfg.sql_programs
 
 sql_text := concat(" ", c.args) if {
+	input.shell.listed.sql_programs
 	not input.program in cfg.sql_programs
 	some c in commands
 	c.name in cfg.sql_programs
@@ -65,6 +66,7 @@ finding contains {
 redis_text := upper(input.text) if input.program in cfg.redis_programs
 
 redis_text := upper(concat(" ", c.args)) if {
+	input.shell.listed.redis_programs
 	not input.program in cfg.redis_programs
 	some c in commands
 	c.name in cfg.redis_programs

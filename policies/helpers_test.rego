@@ -2,8 +2,26 @@ package termgate_test
 
 import data.termgate
 
-# c builds one parsed command, as the gateway's shell parser produces it.
-c(name, args) := {"name": name, "path": "", "args": args, "wrappers": [], "dynamic": false, "redirects": [], "assigns": []}
+# c builds one parsed command, as the gateway's shell parser produces it,
+# with the flags and operands the engine derives from its arguments.
+c(name, args) := {
+	"name": name, "path": "", "args": args, "wrappers": [], "dynamic": false, "redirects": [], "assigns": [],
+	"flags": {f: true | some a in options(args); some f in flags_of(a)},
+	"operands": array.concat(
+		[a | some a in options(args); not startswith(a, "-")],
+		array.slice(args, count(options(args)) + 1, count(args)),
+	),
+}
+
+# options are the arguments before "--".
+options(args) := array.slice(args, 0, min({i | some i, a in args; a == "--"} | {count(args)}))
+
+flags_of(a) := {split(a, "=")[0]} if startswith(a, "--")
+
+flags_of(a) := {x | some x in split(substring(regex.find_n(`^-[a-zA-Z0-9]+`, a, 1)[0], 1, -1), "")} if {
+	not startswith(a, "--")
+	regex.match(`^-[a-zA-Z0-9]`, a)
+}
 
 # sh builds a parsed line from commands, every flag off.
 sh(cmds) := {

@@ -31,24 +31,11 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("recursive delete of %s", [p]),
 } if {
+	input.shell.listed.delete_commands
 	some c in commands
-	c.name in {"rm", "rmdir"}
-	has_flag(c, "r", "--recursive")
-	some p in operands(c)
-	protected(p)
-}
-
-finding contains {
-	"rule": "fs.rm_protected",
-	"action": "deny",
-	"severity": "critical",
-	"reason": sprintf("recursive delete of %s", [p]),
-} if {
-	input.shell.names.rm
-	some c in commands
-	c.name == "rm"
-	has_flag(c, "R", "--recursive")
-	some p in operands(c)
+	c.name in cfg.delete_commands
+	recursive_rm(c)
+	some p in c.operands
 	protected(p)
 }
 
@@ -74,7 +61,7 @@ finding contains {
 	some c in commands
 	c.name == "rm"
 	recursive_rm(c)
-	some p in operands(c)
+	some p in c.operands
 	not protected(p)
 	outside_cwd(p)
 }
@@ -101,7 +88,7 @@ finding contains {
 	some c in commands
 	c.name == "find"
 	"-delete" in c.args
-	some p in operands(c)
+	some p in c.operands
 	outside_cwd(p)
 }
 
@@ -113,13 +100,20 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("%s changes disks or filesystems", [c.name]),
 } if {
+	input.shell.listed.disk_commands
 	some c in commands
-	disk_command(c.name)
+	c.name in cfg.disk_commands
 }
 
-disk_command(n) if n in cfg.disk_commands
-
-disk_command(n) if startswith(n, "mkfs.")
+finding contains {
+	"rule": "disk.format",
+	"action": "deny",
+	"severity": "critical",
+	"reason": sprintf("%s changes disks or filesystems", [c.name]),
+} if {
+	some c in commands
+	startswith(c.name, "mkfs.")
+}
 
 finding contains {
 	"rule": "disk.raw_write",
@@ -128,8 +122,7 @@ finding contains {
 	"reason": sprintf("writes to the raw device %s", [t]),
 } if {
 	some t in write_targets
-	some prefix in cfg.raw_device_prefixes
-	startswith(t, prefix)
+	strings.any_prefix_match(t, cfg.raw_device_prefixes)
 }
 
 finding contains {
@@ -163,8 +156,9 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s %s stops or restarts the machine", [c.name, c.args[0]]),
 } if {
+	input.shell.listed.init_commands
 	some c in commands
-	c.name in {"init", "telinit"}
+	c.name in cfg.init_commands
 	c.args[0] in {"0", "6", "1", "s", "S"}
 }
 
@@ -186,8 +180,9 @@ finding contains {
 	"severity": "medium",
 	"reason": sprintf("systemctl %s changes a service", [verb]),
 } if {
+	input.shell.listed.service_commands
 	some c in commands
-	c.name in {"systemctl", "service"}
+	c.name in cfg.service_commands
 	some verb in c.args
 	verb in {"stop", "disable", "mask", "restart", "kill", "isolate"}
 }
@@ -213,8 +208,9 @@ finding contains {
 	"severity": "medium",
 	"reason": sprintf("%s kills processes by name", [c.name]),
 } if {
+	input.shell.listed.kill_by_name_commands
 	some c in commands
-	c.name in {"killall", "pkill", "killall5"}
+	c.name in cfg.kill_by_name_commands
 }
 
 finding contains {
@@ -290,10 +286,11 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("%s -R on %s", [c.name, p]),
 } if {
+	input.shell.listed.permission_commands
 	some c in commands
-	c.name in {"chmod", "chown", "chgrp", "setfacl"}
+	c.name in cfg.permission_commands
 	has_flag(c, "R", "--recursive")
-	some p in operands(c)
+	some p in c.operands
 	protected(p)
 }
 
@@ -506,8 +503,9 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s %s reaches the container host", [c.name, a]),
 } if {
+	input.shell.listed.container_engines
 	some c in commands
-	c.name in {"docker", "podman", "nerdctl"}
+	c.name in cfg.container_engines
 	some a in c.args
 	container_escape_arg(a)
 }
@@ -524,8 +522,9 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s enters another namespace or root", [c.name]),
 } if {
+	input.shell.listed.namespace_commands
 	some c in commands
-	c.name in {"nsenter", "unshare", "chroot", "pivot_root"}
+	c.name in cfg.namespace_commands
 }
 
 finding contains {
@@ -546,8 +545,9 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("%s targets the gateway", [c.name]),
 } if {
+	input.shell.listed.signal_commands
 	some c in commands
-	c.name in {"kill", "pkill", "killall", "systemctl", "service"}
+	c.name in cfg.signal_commands
 	some a in c.args
 	gateway_ref(a)
 }

@@ -12,18 +12,13 @@ action_rank := {"confirm": 1, "deny": 2}
 
 score(f) := (action_rank[f.action] * 10) + severity_rank[f.severity]
 
-# The full set of findings, evaluated once.
-findings := {f | some f in finding}
+# The findings, most severe first: deny beats confirm, then severity, then
+# the rule id, then the finding itself, so the decision is always one. A
+# finding with an unknown action or severity has no score: if it is the
+# only one, the decision is undefined, and the engine denies.
+ranked := sort([[0 - score(f), f.rule, f] | some f in finding])
 
-top_score := max({score(f) | some f in findings})
-
-top_rule := min({f.rule | some f in findings; score(f) == top_score})
-
-decision := object.union(f, {"profile": profile}) if {
-	some f in findings
-	f.rule == top_rule
-	score(f) == top_score
-}
+decision := object.union(ranked[0][2], {"profile": profile})
 
 decision := {
 	"action": "allow",
@@ -32,7 +27,7 @@ decision := {
 	"severity": "low",
 	"profile": profile,
 } if {
-	count(findings) == 0
+	count(finding) == 0
 }
 
 cfg := data.termgate.lists
@@ -52,26 +47,11 @@ default commands := []
 
 commands := input.shell.commands
 
-# has_flag: a short flag inside a cluster (-rf), or the long one.
-has_flag(c, short, _) if {
-	some a in c.args
-	regex.match(`^-[a-zA-Z0-9]+$`, a)
-	contains(a, short)
-}
+# has_flag: a short flag (alone or inside a cluster such as -rf) or the
+# long one. The gateway derives c.flags and c.operands from c.args.
+has_flag(c, short, _) if c.flags[short]
 
-has_flag(c, _, long) if {
-	some a in c.args
-	long != ""
-	a == long
-}
-
-has_flag(c, _, long) if {
-	some a in c.args
-	long != ""
-	startswith(a, concat("", [long, "="]))
-}
-
-operands(c) := [a | some a in c.args; not startswith(a, "-")]
+has_flag(c, _, long) if c.flags[long]
 
 # clean strips trailing slashes and dots that leave a path the same place.
 clean(p) := "/" if regex.match(`^/[/.]*$`, p)
@@ -107,10 +87,11 @@ home_alias(p) := p if {
 	not startswith(p, "${HOME}")
 }
 
-sensitive_path(p) if {
-	some g in cfg.sensitive_write_globs
-	glob.match(g, ["/"], home_alias(p))
-}
+# The sensitive globs as one {a,b,…} alternation: one match per path, not
+# one per glob. (A glob in the list must not hold a comma or braces.)
+sensitive_glob := concat("", ["{", concat(",", cfg.sensitive_write_globs), "}"])
+
+sensitive_path(p) if glob.match(sensitive_glob, ["/"], home_alias(p))
 
 # Targets a command writes to: redirections and the file arguments of
 # commands that write. Evaluated once, as a complete set.
@@ -123,38 +104,43 @@ write_target contains r.target if {
 }
 
 write_target contains t if {
+	input.shell.names.tee
 	some c in commands
 	c.name == "tee"
-	some t in operands(c)
+	some t in c.operands
 }
 
 write_target contains t if {
+	input.shell.listed.copy_commands
 	some c in commands
-	c.name in {"cp", "mv", "install", "ln", "rsync"}
-	ops := operands(c)
+	c.name in cfg.copy_commands
+	ops := c.operands
 	count(ops) >= 2
 	t := ops[count(ops) - 1]
 }
 
 write_target contains t if {
+	input.shell.listed.file_commands
 	some c in commands
-	c.name in {"truncate", "touch", "shred"}
-	some t in operands(c)
+	c.name in cfg.file_commands
+	some t in c.operands
 }
 
 write_target contains t if {
+	input.shell.listed.in_place_editors
 	some c in commands
-	c.name in {"sed", "perl", "ruby"}
+	c.name in cfg.in_place_editors
 	has_flag(c, "i", "--in-place")
 	some t in in_place_files(c)
 }
 
 # The files of sed -i: the first operand is the script unless -e gives it.
-in_place_files(c) := operands(c) if has_flag(c, "e", "--expression")
+in_place_files(c) := c.operands if has_flag(c, "e", "--expression")
 
-in_place_files(c) := array.slice(operands(c), 1, count(operands(c))) if not has_flag(c, "e", "--expression")
+in_place_files(c) := array.slice(c.operands, 1, count(c.operands)) if not has_flag(c, "e", "--expression")
 
 write_target contains t if {
+	input.shell.names.dd
 	some c in commands
 	c.name == "dd"
 	some a in c.args

@@ -11,12 +11,13 @@
 //	  "text":    "the line that will run",
 //	  "program": "bash",                       // the terminal's foreground program
 //	  "shell":   {"commands": [{"name": "rm", "args": ["-rf", "/"], "path": "", "wrappers": ["sudo"],
-//	               "dynamic": false, "redirects": [{"op": ">", "target": "/etc/x"}], "assigns": []}],
+//	               "dynamic": false, "redirects": [{"op": ">", "target": "/etc/x"}], "assigns": [],
+//	               "flags": {"r": true, "f": true}, "operands": ["/"]}],
 //	              "pipes": false, "pipe_to_interpreter": false, "decode_to_interpreter": false,
 //	              "substitutions": false, "process_substitution": false, "eval": false,
 //	              "background": false, "recursive_functions": [], "normalized": false,
 //	              "parse_error": "", "incomplete": false, "embedded": false,
-//	              "names": {"rm": true}, "listed": {"write_commands": true}},
+//	              "names": {"rm": true}, "listed": {"delete_commands": true}},
 //	  "secret":  false,                        // typed with echo off: text is withheld
 //	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
 //	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},
@@ -29,12 +30,17 @@
 // code typed into a REPL hands a string to a shell (os.system, subprocess,
 // child_process): then shell.embedded is true.
 //
-// shell.names (the commands' names as a set) and shell.listed (the lists
-// of data.termgate.lists that hold one of those names) are derived by the
-// engine on every decision, whatever the caller sent. Rule bodies start
-// with input.shell.names.<cmd> or input.shell.listed.<list> so that OPA's
-// rule index skips them for lines that cannot match: a bundle's own tests
-// must fill both (the sh helper in helpers_test.rego does).
+// shell.names (the commands' names as a set), shell.listed (the lists of
+// data.termgate.lists that hold one of those names) and each command's
+// flags (option letters of every cluster, -rf → r and f; long options
+// without their value) and operands (the other arguments, all of them
+// after "--") are derived by the engine on every decision, whatever the
+// caller sent. Rule bodies start with input.shell.names.<cmd> or
+// input.shell.listed.<list> so that OPA's rule index skips them for lines
+// that cannot match, and test c.flags and c.operands rather than parse
+// c.args with regexes: a decision's cost is mostly the rule bodies OPA
+// evaluates. A bundle's own tests must fill all of them (the c and sh
+// helpers in helpers_test.rego do; TestDerivedArgs keeps c in step).
 //
 // The decision is an object:
 //

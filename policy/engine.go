@@ -122,12 +122,18 @@ type Bundle struct {
 	lists    map[string][]string // command name → the lists of data.termgate.lists that hold it
 }
 
-// index derives sh.Names and sh.Listed from sh.Commands, always: rules
-// rely on them to be skipped, so a caller's own values are never trusted.
+// index derives sh.Names, sh.Listed and each command's Flags and Operands
+// from sh.Commands, always: rules rely on them, so a caller's own values
+// are never trusted.
 func (b *Bundle) index(sh *Shell) {
 	sh.Names = make(map[string]bool, len(sh.Commands))
 	sh.Listed = map[string]bool{}
-	for _, c := range sh.Commands {
+	if sh.Commands != nil {
+		sh.Commands = append([]Command(nil), sh.Commands...) // the caller's stay as they were
+	}
+	for i := range sh.Commands {
+		c := &sh.Commands[i]
+		c.deriveArgs()
 		sh.Names[c.Name] = true
 		for _, l := range b.lists[c.Name] {
 			sh.Listed[l] = true

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/termgate/termgate/policies"
 )
 
@@ -400,8 +402,12 @@ func TestInputValueMatchesJSON(t *testing.T) {
 	for _, c := range corpus {
 		ins = append(ins, Input{Action: "input", Program: c.program, Text: c.text})
 	}
+	b0 := defaultEngine(t).Bundle()
 	for _, in := range ins {
 		in.Prepare()
+		if in.Shell != nil {
+			b0.index(in.Shell) // names, listed, flags and operands too
+		}
 		b, err := json.Marshal(in)
 		if err != nil {
 			t.Fatal(err)
@@ -412,6 +418,52 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		}
 		if got := in.value(); got.Compare(want) != 0 {
 			t.Fatalf("%q:\n got %v\nwant %v", in.Text, got, want)
+		}
+	}
+}
+
+// TestDerivedArgs: the flags and operands the engine derives, and the same
+// derivation in the bundle's test helper (c in helpers_test.rego), so the
+// bundle's Rego tests see what production sees.
+func TestDerivedArgs(t *testing.T) {
+	helper, err := fs.ReadFile(policies.FS, "helpers_test.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pq, err := rego.New(rego.Query(`data.termgate_test.c("x", input)`), rego.Module("helpers_test.rego", string(helper)),
+		rego.SetRegoVersion(ast.RegoV1)).PrepareForEval(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args, flags, operands []string
+	}{
+		{[]string{"-rf", "/"}, []string{"f", "r"}, []string{"/"}},
+		{[]string{"--recursive", "--force=1", "a", "b/"}, []string{"--force", "--recursive"}, []string{"a", "b/"}},
+		{[]string{"-i.bak", "s/a/b/", "f"}, []string{"i"}, []string{"s/a/b/", "f"}},
+		{[]string{"-", "-n5", "x"}, []string{"5", "n"}, []string{"x"}},
+		{[]string{"-r", "--", "-x", "--", "y"}, []string{"r"}, []string{"-x", "--", "y"}},
+		{[]string{}, []string{}, []string{}},
+	} {
+		c := Command{Name: "x", Args: tc.args}
+		c.deriveArgs()
+		var flags []string
+		for f := range c.Flags {
+			flags = append(flags, f)
+		}
+		sort.Strings(flags)
+		if strings.Join(flags, " ") != strings.Join(tc.flags, " ") || strings.Join(c.Operands, " ") != strings.Join(tc.operands, " ") {
+			t.Errorf("%q: flags %q operands %q, want %q %q", tc.args, flags, c.Operands, tc.flags, tc.operands)
+		}
+		rs, err := pq.Eval(context.Background(), rego.EvalInput(tc.args))
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("%q: helper: %v %v", tc.args, rs, err)
+		}
+		got := rs[0].Expressions[0].Value.(map[string]any)
+		b, _ := json.Marshal(map[string]any{"flags": got["flags"], "operands": got["operands"]})
+		want, _ := json.Marshal(map[string]any{"flags": c.Flags, "operands": c.Operands})
+		if !bytes.Equal(b, want) {
+			t.Errorf("%q: helper %s, engine %s", tc.args, b, want)
 		}
 	}
 }

@@ -64,6 +64,39 @@ type Command struct {
 	Dynamic   bool       `json:"dynamic"`   // the name or an argument is computed at run time
 	Redirects []Redirect `json:"redirects"` // where its output goes
 	Assigns   []string   `json:"assigns"`   // VAR=value prefixes, names only
+	// Flags and Operands are derived from Args by the engine on every
+	// decision, whatever the caller sent: the option letters of each
+	// cluster (-rf → r, f), long options without their value
+	// (--force=1 → --force), and the other arguments, everything after
+	// "--" included.
+	Flags    map[string]bool `json:"flags"`
+	Operands []string        `json:"operands"`
+}
+
+// deriveArgs fills c.Flags and c.Operands from c.Args.
+func (c *Command) deriveArgs() {
+	c.Flags, c.Operands = map[string]bool{}, []string{}
+	for i, a := range c.Args {
+		switch {
+		case a == "--":
+			c.Operands = append(c.Operands, c.Args[i+1:]...)
+			return
+		case strings.HasPrefix(a, "--"):
+			name, _, _ := strings.Cut(a, "=")
+			c.Flags[name] = true
+		case len(a) > 1 && a[0] == '-':
+			for _, r := range a[1:] {
+				if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+					break // -i.bak: the rest is the option's value
+				}
+				c.Flags[string(r)] = true
+			}
+		case a == "-":
+			// standard input: neither an option nor a path
+		default:
+			c.Operands = append(c.Operands, a)
+		}
+	}
 }
 
 // Redirect is one redirection of a command.

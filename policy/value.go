@@ -24,12 +24,13 @@ func strs(ss []string) *ast.Term {
 func obj(kv ...any) *ast.Term {
 	items := make([][2]*ast.Term, 0, len(kv)/2)
 	for i := 0; i+1 < len(kv); i += 2 {
-		items = append(items, [2]*ast.Term{ast.StringTerm(kv[i].(string)), kv[i+1].(*ast.Term)})
+		items = append(items, [2]*ast.Term{ast.InternedTerm(kv[i].(string)), kv[i+1].(*ast.Term)})
 	}
 	return ast.ObjectTerm(items...)
 }
 
-func boolean(b bool) *ast.Term { return ast.BooleanTerm(b) }
+// boolean returns OPA's shared true or false term: no allocation.
+func boolean(b bool) *ast.Term { return ast.InternedTerm(b) }
 
 func (in *Input) value() ast.Value {
 	kv := []any{
@@ -74,7 +75,7 @@ func set(m map[string]bool) *ast.Term {
 	}
 	items := make([][2]*ast.Term, 0, len(m))
 	for k, v := range m {
-		items = append(items, [2]*ast.Term{ast.StringTerm(k), ast.BooleanTerm(v)})
+		items = append(items, [2]*ast.Term{ast.StringTerm(k), boolean(v)})
 	}
 	return ast.ObjectTerm(items...)
 }
@@ -89,5 +90,6 @@ func (c Command) term() *ast.Term {
 		reds = ast.ArrayTerm(rs...)
 	}
 	return obj("name", str(c.Name), "path", str(c.Path), "args", strs(c.Args), "wrappers", strs(c.Wrappers),
-		"dynamic", boolean(c.Dynamic), "redirects", reds, "assigns", strs(c.Assigns))
+		"dynamic", boolean(c.Dynamic), "redirects", reds, "assigns", strs(c.Assigns),
+		"flags", set(c.Flags), "operands", strs(c.Operands))
 }
