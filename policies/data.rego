@@ -2,11 +2,11 @@ package termgate
 
 # ---- SQL, typed into a database shell or passed with -c / -e ----
 
-sql_text := input.text if input.program in cfg.sql_programs
+sql_text := input.text if input.program_listed.sql_programs
 
 sql_text := concat(" ", c.args) if {
 	input.shell.listed.sql_programs
-	not input.program in cfg.sql_programs
+	not input.program_listed.sql_programs
 	some c in commands
 	c.name in cfg.sql_programs
 }
@@ -63,11 +63,11 @@ finding contains {
 
 # ---- redis ----
 
-redis_text := upper(input.text) if input.program in cfg.redis_programs
+redis_text := upper(input.text) if input.program_listed.redis_programs
 
 redis_text := upper(concat(" ", c.args)) if {
 	input.shell.listed.redis_programs
-	not input.program in cfg.redis_programs
+	not input.program_listed.redis_programs
 	some c in commands
 	c.name in cfg.redis_programs
 }
@@ -98,7 +98,7 @@ finding contains {
 	"severity": "high",
 	"reason": "drops a database or collection, or deletes every document",
 } if {
-	input.program in cfg.mongo_programs
+	input.program_listed.mongo_programs
 	regex.match(`\.(dropDatabase|drop)\s*\(|\.(deleteMany|remove)\s*\(\s*\{\s*\}\s*\)`, input.text)
 }
 
@@ -114,7 +114,7 @@ finding contains {
 	"severity": "medium",
 	"reason": "code runs a shell command built at run time",
 } if {
-	input.program in cfg.repl_programs
+	input.program_listed.repl_programs
 	regex.match(`\b(os\.system|os\.popen|subprocess\.\w+|execSync|child_process)\s*\(\s*[A-Za-z_f]`, input.text)
 	not input.shell.embedded
 }

@@ -33,7 +33,7 @@ test_repl_shell_out if {
 	allowed(typed("python3", "print('rm -rf /')"))
 }
 
-start(argv, cwd, env) := {"action": "start", "program": argv[0], "text": concat(" ", argv), "secret": false, "shell": sh([c(argv[0], array.slice(argv, 1, count(argv)))]), "start": {"argv": argv, "cwd": cwd, "env": env}}
+start(argv, cwd, env) := {"action": "start", "program": argv[0], "program_listed": program_listed(argv[0]), "text": concat(" ", argv), "secret": false, "shell": sh([c(argv[0], array.slice(argv, 1, count(argv)))]), "start": {"argv": argv, "cwd": cwd, "env": env}}
 
 test_start if {
 	d := decide(start(["bash"], "/work", []))
@@ -45,8 +45,8 @@ test_start if {
 }
 
 test_secret_input if {
-	allowed({"action": "input", "program": "bash", "text": "", "secret": true})
-	confirm_by({"action": "input", "program": "bash", "text": "leaked", "secret": true}, "secret.withheld")
+	allowed({"action": "input", "program": "bash", "program_listed": program_listed("bash"), "text": "", "secret": true})
+	confirm_by({"action": "input", "program": "bash", "program_listed": program_listed("bash"), "text": "leaked", "secret": true}, "secret.withheld")
 }
 
 test_most_severe_wins if {

@@ -32,11 +32,14 @@ sh(cmds) := {
 	"listed": {k: true | some k, l in data.termgate.lists; some x in cmds; x.name in l},
 }
 
-bash(cmds) := {"action": "input", "program": "bash", "text": "", "secret": false, "shell": sh(cmds)}
+# program_listed: the lists that hold the program, as the engine derives them.
+program_listed(program) := {k: true | some k, l in data.termgate.lists; program in l}
+
+bash(cmds) := {"action": "input", "program": "bash", "program_listed": program_listed("bash"), "text": "", "secret": false, "shell": sh(cmds)}
 
 bash_flags(cmds, flags) := object.union(bash(cmds), {"shell": object.union(sh(cmds), flags)})
 
-typed(program, text) := {"action": "input", "program": program, "text": text, "secret": false}
+typed(program, text) := {"action": "input", "program": program, "program_listed": program_listed(program), "text": text, "secret": false}
 
 redir(cmd, op, target) := object.union(cmd, {"redirects": [{"op": op, "target": target}]})
 

@@ -10,6 +10,7 @@
 //	  "action":  "start | input | keys | exec",
 //	  "text":    "the line that will run",
 //	  "program": "bash",                       // the terminal's foreground program
+//	  "program_listed": {"interpreters": true}, // the lists that hold the program
 //	  "shell":   {"commands": [{"name": "rm", "args": ["-rf", "/"], "path": "", "wrappers": ["sudo"],
 //	               "dynamic": false, "redirects": [{"op": ">", "target": "/etc/x"}], "assigns": [],
 //	               "flags": {"r": true, "f": true}, "operands": ["/"]}],
@@ -30,13 +31,14 @@
 // code typed into a REPL hands a string to a shell (os.system, subprocess,
 // child_process): then shell.embedded is true.
 //
+// program_listed (the lists of data.termgate.lists that hold the program),
 // shell.names (the commands' names as a set), shell.listed (the lists of
 // data.termgate.lists that hold one of those names) and each command's
 // flags (option letters of every cluster, -rf → r and f; long options
 // without their value) and operands (the other arguments, all of them
 // after "--") are derived by the engine on every decision, whatever the
-// caller sent. Rule bodies start with input.shell.names.<cmd> or
-// input.shell.listed.<list> so that OPA's rule index skips them for lines
+// caller sent. Rule bodies start with input.program_listed.<list>,
+// input.shell.names.<cmd> or input.shell.listed.<list> so that OPA's rule index skips them for lines
 // that cannot match, and test c.flags and c.operands rather than parse
 // c.args with regexes: a decision's cost is mostly the rule bodies OPA
 // evaluates. A bundle's own tests must fill all of them (the c and sh

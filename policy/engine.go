@@ -27,14 +27,19 @@ const Query = "data.termgate.decision"
 
 // Input is the document the policy judges; see the package doc.
 type Input struct {
-	Action  string   `json:"action"`
-	Text    string   `json:"text"`
-	Program string   `json:"program"`
-	Shell   *Shell   `json:"shell,omitempty"`
-	Secret  bool     `json:"secret"`
-	Session *Session `json:"session,omitempty"`
-	Start   *Start   `json:"start,omitempty"`
-	Client  Client   `json:"client"`
+	Action  string `json:"action"`
+	Text    string `json:"text"`
+	Program string `json:"program"`
+	// ProgramListed names the lists of data.termgate.lists that hold the
+	// program, as input.program_listed.<list>: derived by the engine on
+	// every decision, like shell.listed, so rules keyed on it are skipped
+	// by OPA's rule index for every other program.
+	ProgramListed map[string]bool `json:"program_listed"`
+	Shell         *Shell          `json:"shell,omitempty"`
+	Secret        bool            `json:"secret"`
+	Session       *Session        `json:"session,omitempty"`
+	Start         *Start          `json:"start,omitempty"`
+	Client        Client          `json:"client"`
 }
 
 // Session names the session an input goes to.
@@ -141,6 +146,20 @@ func (b *Bundle) index(sh *Shell) {
 	}
 }
 
+// derive fills what the engine derives for every decision, whatever the
+// caller sent: input.program_listed and the shell's index.
+func (b *Bundle) derive(in *Input) {
+	in.ProgramListed = map[string]bool{}
+	for _, l := range b.lists[in.Program] {
+		in.ProgramListed[l] = true
+	}
+	if in.Shell != nil {
+		sh := *in.Shell // the caller's document stays as it was
+		b.index(&sh)
+		in.Shell = &sh
+	}
+}
+
 // listIndex maps each string of data.termgate.lists to the lists holding it.
 func listIndex(data map[string]any) map[string][]string {
 	idx := map[string][]string{}
@@ -189,11 +208,7 @@ func (e *Engine) Name() string { return "opa " + e.Bundle().Revision }
 func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 	in.Prepare()
 	b := e.Bundle()
-	if in.Shell != nil {
-		sh := *in.Shell // the caller's document stays as it was
-		b.index(&sh)
-		in.Shell = &sh
-	}
+	b.derive(&in)
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	rs, err := b.query.Eval(ctx, rego.EvalParsedInput(in.value()))

@@ -405,9 +405,7 @@ func TestInputValueMatchesJSON(t *testing.T) {
 	b0 := defaultEngine(t).Bundle()
 	for _, in := range ins {
 		in.Prepare()
-		if in.Shell != nil {
-			b0.index(in.Shell) // names, listed, flags and operands too
-		}
+		b0.derive(&in) // program_listed, names, listed, flags and operands too
 		b, err := json.Marshal(in)
 		if err != nil {
 			t.Fatal(err)

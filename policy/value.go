@@ -35,7 +35,7 @@ func boolean(b bool) *ast.Term { return ast.InternedTerm(b) }
 func (in *Input) value() ast.Value {
 	kv := []any{
 		"action", str(in.Action), "text", str(in.Text), "program", str(in.Program),
-		"secret", boolean(in.Secret),
+		"secret", boolean(in.Secret), "program_listed", set(in.ProgramListed),
 		"client", obj("name", str(in.Client.Name), "version", str(in.Client.Version)),
 	}
 	if in.Shell != nil {
