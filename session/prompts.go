@@ -31,9 +31,12 @@ var knownPrompts = []promptFamily{
 // prompt sign followed by a space.
 var genericShellPrompt = regexp.MustCompile(`^[^$#%>]*[$#%>] `)
 
-// shellPromptAtCursor is a whole line that looks like a shell's prompt
-// waiting at the cursor: up to a prompt sign and a space.
-var shellPromptAtCursor = regexp.MustCompile(`^[^$#%>]*[$#%>] $`)
+// wholeShellPrompt reports whether a line is nothing but a shell prompt
+// waiting at the cursor: up to a prompt sign and a space, and no more.
+func wholeShellPrompt(line string) bool {
+	m := genericShellPrompt.FindString(line)
+	return m != "" && m == line
+}
 
 // familyOf returns the prompt family of a program name, or nil.
 func familyOf(program string) *promptFamily {

@@ -648,9 +648,7 @@ func (s *Session) settle(ctx context.Context, start time.Time, typed bool) bool 
 		s.mu.Unlock()
 		now := time.Now()
 		if (last.After(start) || !typed) && now.Sub(last) >= quiet && now.Sub(start) >= quiet {
-			pending, err := inputPending(s.pty.Fd())
-			pgid, _ := foreground(s.pty.Fd())
-			if err == nil && pending == 0 && asleep(pgid) {
+			if s.readingInput() {
 				if s.stream != nil {
 					// What the redactor holds back (the end of the
 					// typed line) goes to the screen now.
@@ -669,6 +667,14 @@ func (s *Session) settle(ctx context.Context, start time.Time, typed bool) bool 
 			return false
 		}
 	}
+}
+
+// readingInput reports whether the terminal's foreground process is
+// blocked with every typed byte taken in: it waits for more input.
+func (s *Session) readingInput() bool {
+	pending, err := inputPending(s.pty.Fd())
+	pgid, _ := foreground(s.pty.Fd())
+	return err == nil && pending == 0 && asleep(pgid)
 }
 
 // pendingLineLocked returns the line the program is reading and would run
@@ -952,12 +958,11 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 			st.prompt = line
 			return st, 0
 		}
-		if p.startup && fam == nil && !s.integration && !s.exited && s.spec.Mode == ModePTY && isShell(program) && shellPromptAtCursor.MatchString(line) {
+		if p.startup && fam == nil && !s.integration && !s.exited && s.spec.Mode == ModePTY && isShell(program) && wholeShellPrompt(line) {
 			// A shell without termgate's integration (bash --norc, sh): a
-			// prompt-shaped line with the shell blocked reading its
-			// terminal is its prompt, learned for the commands to come.
-			pgid, _ := foreground(s.pty.Fd())
-			if n, err := inputPending(s.pty.Fd()); err == nil && n == 0 && asleep(pgid) {
+			// line that is all prompt, with the shell blocked reading its
+			// terminal, is its prompt, learned for the commands to come.
+			if s.readingInput() {
 				s.learned = line
 				st.done, st.completion = true, CompletionPrompt
 				st.to = Pos{Line: cursor.Line}
