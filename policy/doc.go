@@ -38,10 +38,10 @@
 // without their value) and operands (the other arguments, all of them
 // after "--") are derived by the engine on every decision, whatever the
 // caller sent. Rule bodies start with input.program_listed.<list>,
-// input.shell.names.<cmd> or input.shell.listed.<list> so that OPA's rule index skips them for lines
-// that cannot match, and test c.flags and c.operands rather than parse
-// c.args with regexes: a decision's cost is mostly the rule bodies OPA
-// evaluates. A bundle's own tests must fill all of them (the c and sh
+// input.shell.names.<cmd> or input.shell.listed.<list> so that OPA's rule
+// index skips them for inputs that cannot match, and test c.flags and
+// c.operands rather than parse c.args with regexes: a decision's cost is
+// mostly the rule bodies OPA evaluates. A bundle's own tests must fill all of them (the c and sh
 // helpers in helpers_test.rego do; TestDerivedArgs keeps c in step).
 //
 // The decision is an object:

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -129,13 +130,10 @@ type Bundle struct {
 
 // index derives sh.Names, sh.Listed and each command's Flags and Operands
 // from sh.Commands, always: rules rely on them, so a caller's own values
-// are never trusted.
+// are never trusted. It writes into sh and its commands.
 func (b *Bundle) index(sh *Shell) {
 	sh.Names = make(map[string]bool, len(sh.Commands))
 	sh.Listed = map[string]bool{}
-	if sh.Commands != nil {
-		sh.Commands = append([]Command(nil), sh.Commands...) // the caller's stay as they were
-	}
 	for i := range sh.Commands {
 		c := &sh.Commands[i]
 		c.deriveArgs()
@@ -154,7 +152,10 @@ func (b *Bundle) derive(in *Input) {
 		in.ProgramListed[l] = true
 	}
 	if in.Shell != nil {
-		sh := *in.Shell // the caller's document stays as it was
+		// The caller's document stays as it was: index writes into a copy
+		// of the shell and of its commands.
+		sh := *in.Shell
+		sh.Commands = slices.Clone(sh.Commands)
 		b.index(&sh)
 		in.Shell = &sh
 	}

@@ -465,3 +465,17 @@ func TestDerivedArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideLeavesTheCallersInput: what the engine derives (names, listed,
+// flags, operands) goes into its own copy, never the caller's document.
+func TestDecideLeavesTheCallersInput(t *testing.T) {
+	e := defaultEngine(t)
+	sh := ParseShell("rm -rf /")
+	in := Input{Action: "input", Program: "bash", Text: "rm -rf /", Shell: &sh}
+	if _, err := e.Decide(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	if sh.Names != nil || sh.Listed != nil || sh.Commands[0].Flags != nil || sh.Commands[0].Operands != nil || in.ProgramListed != nil {
+		t.Fatalf("the caller's input was written: %+v", sh)
+	}
+}
