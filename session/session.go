@@ -608,6 +608,18 @@ func (s *Session) writeGated(ctx context.Context, b []byte, o WaitOpts) error {
 		if err := s.Write([]byte{key}); err != nil {
 			return err
 		}
+		if len(b) > 0 {
+			// Type the next line as a human would: once the program has
+			// taken the Enter and waits for input again. Typed sooner, it
+			// reaches a line editor between two reads, while the terminal
+			// is still in cooked mode, and the kernel echoes it a second
+			// time. A program still busy after two seconds gets it as
+			// type-ahead, as before.
+			_ = s.settle(ctx, time.Now(), false)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
