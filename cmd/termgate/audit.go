@@ -60,6 +60,7 @@ type ecsAuditor struct {
 	logger   *slog.Logger
 	user     string
 	host     string
+	version  string // read from the build info once: parsing it costs more than the rest of a record
 }
 
 func newAuditor(cfg Config, red *redact.Engine, revision func() (string, string), logger *slog.Logger, getenv func(string) string) (*ecsAuditor, error) {
@@ -87,7 +88,7 @@ func newAuditor(cfg Config, red *redact.Engine, revision func() (string, string)
 	if err != nil {
 		return nil, err
 	}
-	a := &ecsAuditor{log: l, red: red, revision: revision, failOpen: cfg.AuditFail == "continue", logger: logger}
+	a := &ecsAuditor{log: l, red: red, revision: revision, failOpen: cfg.AuditFail == "continue", logger: logger, version: version()}
 	if u, err := user.Current(); err == nil {
 		a.user = u.Username
 	}
@@ -127,7 +128,7 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 	r := audit.Record{}
 	r.Set("event.kind", "event").Set("event.provider", "termgate").Set("event.dataset", "termgate.audit").
 		Set("event.module", "termgate").Set("observer.product", "termgate").Set("observer.vendor", "termgate").
-		Set("observer.version", version())
+		Set("observer.version", a.version)
 	if a.host != "" {
 		r.Set("host.name", a.host)
 	}
