@@ -25,40 +25,44 @@ type Record map[string]any
 // Set puts v at a dotted path: r.Set("event.kind", "event") makes
 // {"event": {"kind": "event"}}. It returns r.
 func (r Record) Set(path string, v any) Record {
-	m := map[string]any(r)
-	parts := strings.Split(path, ".")
-	if path[0] == '@' {
-		parts = []string{path}
-	}
-	for _, p := range parts[:len(parts)-1] {
-		next, ok := m[p].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[p] = next
-		}
-		m = next
-	}
-	m[parts[len(parts)-1]] = v
+	m, key, _ := r.parent(path, true)
+	m[key] = v
 	return r
 }
 
 // Get returns the value at a dotted path.
 func (r Record) Get(path string) (any, bool) {
-	var v any = map[string]any(r)
-	parts := strings.Split(path, ".")
-	if path[0] == '@' {
-		parts = []string{path}
+	m, key, ok := r.parent(path, false)
+	if !ok {
+		return nil, false
 	}
-	for _, p := range parts {
-		m, ok := v.(map[string]any)
+	v, ok := m[key]
+	return v, ok
+}
+
+// parent walks a dotted path ("@timestamp" is one name) to the object
+// that holds its last name, making the objects on the way when create is
+// set, and returns it with that name.
+func (r Record) parent(path string, create bool) (map[string]any, string, bool) {
+	m := map[string]any(r)
+	if strings.HasPrefix(path, "@") {
+		return m, path, true
+	}
+	for {
+		name, rest, more := strings.Cut(path, ".")
+		if !more {
+			return m, path, true
+		}
+		next, ok := m[name].(map[string]any)
 		if !ok {
-			return nil, false
+			if !create {
+				return nil, "", false
+			}
+			next = map[string]any{}
+			m[name] = next
 		}
-		if v, ok = m[p]; !ok {
-			return nil, false
-		}
+		m, path = next, rest
 	}
-	return v, true
 }
 
 // Options configure a Log.
