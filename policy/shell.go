@@ -148,11 +148,14 @@ func normalize(line string) (string, bool) {
 }
 
 // ParseShell analyses a shell line.
-func ParseShell(line string) Shell {
+func ParseShell(line string) Shell { return parseShell(line, nil) }
+
+// parseShell is ParseShell with a parser to reuse (nil: a new one).
+func parseShell(line string, p *syntax.Parser) Shell {
 	var sh Shell
 	norm, changed := normalize(line)
 	sh.Normalized = changed
-	parseInto(&sh, norm, 0)
+	parseInto(&sh, norm, 0, p)
 	if sh.Commands == nil {
 		sh.Commands = []Command{}
 	}
@@ -175,12 +178,20 @@ func ParseArgv(argv []string) Shell {
 	return sh
 }
 
-func parseInto(sh *Shell, line string, depth int) {
+// newParser returns the parser every line is parsed with.
+func newParser() *syntax.Parser { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }
+
+// parseInto parses line into sh with p, or with a new parser when p is nil
+// (a line nested in sh -c: rare enough not to share one).
+func parseInto(sh *Shell, line string, depth int, p *syntax.Parser) {
 	if depth > maxDepth {
 		sh.Eval = true
 		return
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
+	if p == nil {
+		p = newParser()
+	}
+	f, err := p.Parse(strings.NewReader(line), "")
 	if err != nil {
 		if syntax.IsIncomplete(err) && depth == 0 {
 			sh.Incomplete = true
@@ -525,7 +536,7 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 				if i+1 < len(args) {
 					sh.Eval = true
 					sub := Shell{}
-					parseInto(&sub, args[i+1], depth+1)
+					parseInto(&sub, args[i+1], depth+1, nil)
 					mergeFlags(sh, &sub)
 					return Command{}, false, sub.Commands
 				}
@@ -539,7 +550,7 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 	case "eval":
 		sh.Eval = true
 		sub := Shell{}
-		parseInto(&sub, strings.Join(args, " "), depth+1)
+		parseInto(&sub, strings.Join(args, " "), depth+1, nil)
 		mergeFlags(sh, &sub)
 		return Command{}, false, sub.Commands
 	case "find":
@@ -688,7 +699,7 @@ func ParseShellOut(code string) (Shell, bool) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		parseInto(&sh, line, 1)
+		parseInto(&sh, line, 1, nil)
 	}
 	if sh.Commands == nil {
 		sh.Commands = []Command{}
