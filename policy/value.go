@@ -6,25 +6,58 @@ import "github.com/open-policy-agent/opa/v1/ast"
 // struct makes it round-trip the struct through JSON on every decision,
 // which cost more than a third of a decision's time and most of its
 // garbage. TestInputValueMatchesJSON keeps this in step with the JSON tags.
+//
+// What is the same in every document is shared rather than built again:
+// the keys, null, false and true, and empty strings, arrays and sets (OPA
+// never writes into an input value).
 
-func str(s string) *ast.Term { return ast.StringTerm(s) }
+// keys are the input document's keys, one term each for the process.
+var keys = func() map[string]*ast.Term {
+	m := map[string]*ast.Term{}
+	for _, k := range []string{
+		"action", "text", "program", "secret", "program_listed", "client", "shell", "session", "start",
+		"name", "version", "id", "argv", "cwd", "profile", "env",
+		"commands", "pipes", "pipe_to_interpreter", "decode_to_interpreter", "substitutions",
+		"process_substitution", "eval", "background", "recursive_functions", "normalized",
+		"parse_error", "incomplete", "embedded", "names", "listed", "dynamic",
+		"path", "args", "wrappers", "redirects", "assigns", "flags", "operands", "op", "target",
+	} {
+		m[k] = ast.StringTerm(k)
+	}
+	return m
+}()
+
+func str(s string) *ast.Term {
+	if s == "" {
+		return ast.InternedEmptyString
+	}
+	return ast.StringTerm(s)
+}
 
 // strs is a JSON array of strings; nil is null, as encoding/json has it.
 func strs(ss []string) *ast.Term {
-	if ss == nil {
-		return ast.NullTerm()
+	switch {
+	case ss == nil:
+		return ast.InternedNullTerm
+	case len(ss) == 0:
+		return ast.InternedEmptyArray
 	}
 	ts := make([]*ast.Term, len(ss))
 	for i, s := range ss {
-		ts[i] = ast.StringTerm(s)
+		ts[i] = str(s)
 	}
 	return ast.ArrayTerm(ts...)
 }
 
+// obj builds an object from key, value pairs; every key is one of keys.
 func obj(kv ...any) *ast.Term {
 	items := make([][2]*ast.Term, 0, len(kv)/2)
 	for i := 0; i+1 < len(kv); i += 2 {
-		items = append(items, [2]*ast.Term{ast.InternedTerm(kv[i].(string)), kv[i+1].(*ast.Term)})
+		k := keys[kv[i].(string)]
+		if k == nil {
+			panic("policy: input key " + kv[i].(string) + " is missing from keys")
+		}
+		items = append(items, [2]*ast.Term{k, kv[i+1].(*ast.Term)})
 	}
 	return ast.ObjectTerm(items...)
 }
@@ -51,7 +84,7 @@ func (in *Input) value() ast.Value {
 }
 
 func (sh *Shell) term() *ast.Term {
-	cmds := ast.NullTerm()
+	cmds := ast.InternedNullTerm
 	if sh.Commands != nil {
 		cs := make([]*ast.Term, len(sh.Commands))
 		for i, c := range sh.Commands {
@@ -70,18 +103,21 @@ func (sh *Shell) term() *ast.Term {
 
 // set is an object of name → true; nil is null, as encoding/json has it.
 func set(m map[string]bool) *ast.Term {
-	if m == nil {
-		return ast.NullTerm()
+	switch {
+	case m == nil:
+		return ast.InternedNullTerm
+	case len(m) == 0:
+		return ast.InternedEmptyObject
 	}
 	items := make([][2]*ast.Term, 0, len(m))
 	for k, v := range m {
-		items = append(items, [2]*ast.Term{ast.StringTerm(k), boolean(v)})
+		items = append(items, [2]*ast.Term{str(k), boolean(v)})
 	}
 	return ast.ObjectTerm(items...)
 }
 
 func (c Command) term() *ast.Term {
-	reds := ast.NullTerm()
+	reds := ast.InternedNullTerm
 	if c.Redirects != nil {
 		rs := make([]*ast.Term, len(c.Redirects))
 		for j, r := range c.Redirects {
