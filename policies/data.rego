@@ -11,6 +11,19 @@ sql_text := concat(" ", c.args) if {
 	c.name in cfg.sql_programs
 }
 
+# The SQL rules add to sql_finding, which finding takes in only for a
+# database shell or a line that runs one: OPA's rule index skips both
+# bodies for any other input, and the SQL rules are never evaluated.
+finding contains f if {
+	input.program_listed.sql_programs
+	some f in sql_finding
+}
+
+finding contains f if {
+	input.shell.listed.sql_programs
+	some f in sql_finding
+}
+
 # Statements, comments removed, upper-cased.
 sql_statements contains trim_space(s) if {
 	some t in [sql_text]
@@ -20,7 +33,7 @@ sql_statements contains trim_space(s) if {
 	trim_space(s) != ""
 }
 
-finding contains {
+sql_finding contains {
 	"rule": "sql.drop_database",
 	"action": "deny",
 	"severity": "critical",
@@ -30,7 +43,7 @@ finding contains {
 	regex.match(`\bDROP\s+(DATABASE|SCHEMA)\b`, s)
 }
 
-finding contains {
+sql_finding contains {
 	"rule": "sql.destructive",
 	"action": "confirm",
 	"severity": "high",
@@ -40,7 +53,7 @@ finding contains {
 	regex.match(`\b(DROP\s+(TABLE|VIEW|INDEX|USER|ROLE|OWNED)|TRUNCATE)\b`, s)
 }
 
-finding contains {
+sql_finding contains {
 	"rule": "sql.unbounded_write",
 	"action": "confirm",
 	"severity": "high",
@@ -51,7 +64,7 @@ finding contains {
 	not regex.match(`\bWHERE\b`, s)
 }
 
-finding contains {
+sql_finding contains {
 	"rule": "sql.server_files",
 	"action": "deny",
 	"severity": "high",
@@ -63,6 +76,16 @@ finding contains {
 
 # ---- redis ----
 
+finding contains f if {
+	input.program_listed.redis_programs
+	some f in redis_finding
+}
+
+finding contains f if {
+	input.shell.listed.redis_programs
+	some f in redis_finding
+}
+
 redis_text := upper(input.text) if input.program_listed.redis_programs
 
 redis_text := upper(concat(" ", c.args)) if {
@@ -72,7 +95,7 @@ redis_text := upper(concat(" ", c.args)) if {
 	c.name in cfg.redis_programs
 }
 
-finding contains {
+redis_finding contains {
 	"rule": "redis.flush",
 	"action": "confirm",
 	"severity": "high",
@@ -81,7 +104,7 @@ finding contains {
 	regex.match(`(^|\s)(FLUSHALL|FLUSHDB)\b`, redis_text)
 }
 
-finding contains {
+redis_finding contains {
 	"rule": "redis.dangerous",
 	"action": "deny",
 	"severity": "high",
@@ -150,6 +173,6 @@ finding contains {
 	"severity": "low",
 	"reason": "secret input carries text for the policy",
 } if {
-	input.secret
+	input.secret == true
 	input.text != ""
 }

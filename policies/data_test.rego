@@ -54,3 +54,45 @@ test_most_severe_wins if {
 	d := decide(bash([c("sudo", ["rm", "-rf", "/"]), wrapped(c("rm", ["-rf", "/"]), ["sudo"])]))
 	d.rule == "fs.rm_protected"
 }
+
+# The metadata endpoints and the sensitive globs are joined into one
+# {a,b,…} glob: an entry may hold no comma, and an endpoint no glob
+# metacharacter.
+test_lists_are_plain if {
+	every e in data.termgate.lists.metadata_endpoints {
+		glob.quote_meta(e) == e
+		not contains(e, ",")
+	}
+	every g in data.termgate.lists.sensitive_write_globs {
+		not contains(g, ",")
+		not contains(g, "{")
+		not contains(g, "}")
+	}
+}
+
+# Every way a line writes a file reaches the write rules: each body of
+# write_target has its guard among finding's write_finding bodies.
+test_every_write_source_is_judged if {
+	every op in data.termgate.lists.write_redirects {
+		denied_by(bash([redir(c("echo", ["k"]), op, "/etc/passwd")]), "file.sensitive_write")
+	}
+	every n in data.termgate.lists.copy_commands {
+		denied_by(bash([c(n, ["x", "/etc/passwd"])]), "file.sensitive_write")
+	}
+	every n in data.termgate.lists.file_commands {
+		denied_by(bash([c(n, ["/etc/passwd"])]), "file.sensitive_write")
+	}
+	every n in data.termgate.lists.in_place_editors {
+		denied_by(bash([c(n, ["-i", "s/a/b/", "/etc/passwd"])]), "file.sensitive_write")
+	}
+	denied_by(bash([c("tee", ["/etc/passwd"])]), "file.sensitive_write")
+	denied_by(bash([c("dd", ["of=/etc/passwd"])]), "file.sensitive_write")
+	denied_by(bash([c("dd", ["of=/dev/sda"])]), "disk.raw_write")
+}
+
+test_container_host_env if {
+	every v in data.termgate.lists.container_host_env {
+		denied_by(bash([object.union(c("podman", ["ps"]), {"assigns": [v]})]), "container.host_escape")
+	}
+	allowed(bash([object.union(c("docker", ["ps"]), {"assigns": ["DOCKER_CONFIG"]})]))
+}

@@ -23,14 +23,21 @@ flags_of(a) := {x | some x in split(substring(regex.find_n(`^-[a-zA-Z0-9]+`, a, 
 	regex.match(`^-[a-zA-Z0-9]`, a)
 }
 
-# sh builds a parsed line from commands, every flag off.
+# sh builds a parsed line from commands, every flag off, with what the
+# engine derives from the commands (names, listed, words_listed, dynamic).
 sh(cmds) := {
 	"commands": cmds, "pipes": false, "pipe_to_interpreter": false, "decode_to_interpreter": false,
 	"substitutions": false, "process_substitution": false, "eval": false, "background": false,
 	"recursive_functions": [], "normalized": false, "parse_error": "", "incomplete": false, "embedded": false,
 	"names": {x.name: true | some x in cmds},
 	"listed": {k: true | some k, l in data.termgate.lists; some x in cmds; x.name in l},
+	"words_listed": {k: true | some k, l in data.termgate.lists; some x in cmds; some w in words(x); w in l},
+	"dynamic": count([x | some x in cmds; x.dynamic]) > 0,
 }
+
+# words are a command's arguments, redirections' operators and targets,
+# and assigned names.
+words(x) := array.concat(array.concat(x.args, [w | some r in x.redirects; some w in [r.op, r.target]]), x.assigns)
 
 # program_listed: the lists that hold the program, as the engine derives them.
 program_listed(program) := {k: true | some k, l in data.termgate.lists; program in l}

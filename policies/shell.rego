@@ -18,6 +18,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("the command name %q is computed at run time", [c.name]),
 } if {
+	input.shell.dynamic == true
 	some c in commands
 	c.dynamic
 	contains(c.name, "$")
@@ -115,7 +116,7 @@ finding contains {
 	startswith(c.name, "mkfs.")
 }
 
-finding contains {
+write_finding contains {
 	"rule": "disk.raw_write",
 	"action": "deny",
 	"severity": "critical",
@@ -219,8 +220,8 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("the function %q calls itself: a fork bomb", [input.shell.recursive_functions[0]]),
 } if {
+	input.shell.background == true
 	count(input.shell.recursive_functions) > 0
-	input.shell.background
 }
 
 finding contains {
@@ -302,7 +303,7 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("output of %s is piped into an interpreter", [c.name]),
 } if {
-	input.shell.pipe_to_interpreter
+	input.shell.pipe_to_interpreter == true
 	some c in commands
 	c.name in cfg.fetchers
 }
@@ -336,7 +337,7 @@ finding contains {
 	"severity": "critical",
 	"reason": "a decoded payload is piped into an interpreter",
 } if {
-	input.shell.decode_to_interpreter
+	input.shell.decode_to_interpreter == true
 }
 
 finding contains {
@@ -345,13 +346,13 @@ finding contains {
 	"severity": "high",
 	"reason": "output is piped into a shell or interpreter",
 } if {
-	input.shell.pipe_to_interpreter
+	input.shell.pipe_to_interpreter == true
 	not input.shell.decode_to_interpreter
 }
 
 # ---- sensitive files ----
 
-finding contains {
+write_finding contains {
 	"rule": "file.sensitive_write",
 	"action": "deny",
 	"severity": "high",
@@ -367,6 +368,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("reads %s", [a]),
 } if {
+	input.shell.words_listed.sensitive_read_paths
 	some c in commands
 	some a in c.args
 	a in cfg.sensitive_read_paths
@@ -378,6 +380,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("reads %s", [r.target]),
 } if {
+	input.shell.words_listed.sensitive_read_paths
 	some c in commands
 	some r in c.redirects
 	r.target in cfg.sensitive_read_paths
@@ -417,14 +420,20 @@ firewall_off(c) if {
 	"--panic-off" in c.args
 }
 
+# The endpoints are matched as one *{a,b,…}* glob, built in the body rather
+# than by a rule of its own (a rule costs more to evaluate than the glob):
+# the text is scanned once, and which endpoint it names is looked up only
+# when one does. An endpoint must be a plain string: no glob metacharacters
+# or commas (test_lists_are_plain).
 finding contains {
 	"rule": "net.cloud_metadata",
 	"action": "deny",
 	"severity": "high",
 	"reason": sprintf("reaches the cloud metadata endpoint %s", [e]),
 } if {
+	glob.match(concat("", ["*{", concat(",", data.termgate.lists.metadata_endpoints), "}*"]), null, lower(input.text))
 	some e in cfg.metadata_endpoints
-	contains(lower_text, e)
+	contains(lower(input.text), e)
 }
 
 # ---- git ----
@@ -531,10 +540,12 @@ finding contains {
 	"rule": "container.host_escape",
 	"action": "deny",
 	"severity": "high",
-	"reason": "DOCKER_HOST points docker at another engine",
+	"reason": sprintf("%s points the container engine at another host", [a]),
 } if {
+	input.shell.words_listed.container_host_env
 	some c in commands
-	"DOCKER_HOST" in c.assigns
+	some a in c.assigns
+	a in cfg.container_host_env
 }
 
 # ---- the gateway itself ----

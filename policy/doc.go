@@ -18,7 +18,8 @@
 //	              "substitutions": false, "process_substitution": false, "eval": false,
 //	              "background": false, "recursive_functions": [], "normalized": false,
 //	              "parse_error": "", "incomplete": false, "embedded": false,
-//	              "names": {"rm": true}, "listed": {"delete_commands": true}},
+//	              "names": {"rm": true}, "listed": {"delete_commands": true},
+//	              "words_listed": {"write_redirects": true}, "dynamic": false},
 //	  "secret":  false,                        // typed with echo off: text is withheld
 //	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
 //	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},
@@ -33,16 +34,26 @@
 //
 // program_listed (the lists of data.termgate.lists that hold the program),
 // shell.names (the commands' names as a set), shell.listed (the lists of
-// data.termgate.lists that hold one of those names) and each command's
-// flags (option letters of every cluster, -rf → r and f; long options
-// without their value) and operands (the other arguments, all of them
-// after "--") are derived by the engine on every decision, whatever the
-// caller sent. Rule bodies start with input.program_listed.<list>,
-// input.shell.names.<cmd> or input.shell.listed.<list> so that OPA's rule
-// index skips them for inputs that cannot match, and test c.flags and
-// c.operands rather than parse c.args with regexes: a decision's cost is
-// mostly the rule bodies OPA evaluates. A bundle's own tests must fill all of them (the c and sh
-// helpers in helpers_test.rego do; TestDerivedArgs keeps c in step).
+// data.termgate.lists that hold one of those names), shell.words_listed
+// (the lists that hold one of the commands' other words: an argument, a
+// redirection's operator or target, an assigned variable's name),
+// shell.dynamic (some command is dynamic) and each command's flags (option
+// letters of every cluster, -rf → r and f; long options without their
+// value) and operands (the other arguments, all of them after "--") are
+// derived by the engine on every decision, whatever the caller sent.
+//
+// A decision's cost is mostly the rule bodies OPA evaluates, so every rule
+// body of the default bundle starts with a guard OPA's rule index can
+// use: input.program_listed.<list>, input.shell.names.<cmd>,
+// input.shell.listed.<list>, input.shell.words_listed.<list>, or a flag
+// compared with true (input.shell.pipe_to_interpreter == true: a plain
+// reference to a false flag would not be skipped, as it is defined). A
+// body without one is evaluated for every input; four are left (a line
+// that does not parse, mkfs.*, TERMGATE_* assignments, and the metadata
+// endpoints, which are substrings of the text). Rules test c.flags and c.operands rather than
+// parse c.args with regexes. A bundle's own tests must fill all derived
+// fields (the c and sh helpers in helpers_test.rego do; TestDerivedArgs
+// and TestDerivedShell keep them in step).
 //
 // The decision is an object:
 //

@@ -132,18 +132,37 @@ type Bundle struct {
 	lists    map[string][]string // command name → the lists of data.termgate.lists that hold it
 }
 
-// index derives sh.Names, sh.Listed and each command's Flags and Operands
-// from sh.Commands, always: rules rely on them, so a caller's own values
-// are never trusted. It writes into sh and its commands.
+// index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic and each
+// command's Flags and Operands from sh.Commands, always: rules rely on
+// them, so a caller's own values are never trusted. It writes into sh and
+// its commands.
 func (b *Bundle) index(sh *Shell) {
 	sh.Names = make(map[string]bool, len(sh.Commands))
 	sh.Listed = map[string]bool{}
+	sh.WordsListed = map[string]bool{}
+	sh.Dynamic = false
+	word := func(w string) {
+		for _, l := range b.lists[w] {
+			sh.WordsListed[l] = true
+		}
+	}
 	for i := range sh.Commands {
 		c := &sh.Commands[i]
 		c.deriveArgs()
 		sh.Names[c.Name] = true
+		sh.Dynamic = sh.Dynamic || c.Dynamic
 		for _, l := range b.lists[c.Name] {
 			sh.Listed[l] = true
+		}
+		for _, a := range c.Args {
+			word(a)
+		}
+		for _, r := range c.Redirects {
+			word(r.Op)
+			word(r.Target)
+		}
+		for _, a := range c.Assigns {
+			word(a)
 		}
 	}
 }

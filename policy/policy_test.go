@@ -16,6 +16,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/termgate/termgate/policies"
 )
 
@@ -462,6 +463,40 @@ func TestDerivedArgs(t *testing.T) {
 		want, _ := json.Marshal(map[string]any{"flags": c.Flags, "operands": c.Operands})
 		if !bytes.Equal(b, want) {
 			t.Errorf("%q: helper %s, engine %s", tc.args, b, want)
+		}
+	}
+}
+
+// TestDerivedShell: the sh helper of helpers_test.rego derives names,
+// listed, words_listed and dynamic from the commands as the engine does,
+// so the bundle's Rego tests see the documents the engine builds.
+func TestDerivedShell(t *testing.T) {
+	helper, err := fs.ReadFile(policies.FS, "helpers_test.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := defaultEngine(t).Bundle()
+	pq, err := rego.New(rego.Query(`data.termgate_test.sh(input)`), rego.Module("helpers_test.rego", string(helper)),
+		rego.Store(inmem.NewFromObject(b.data)), rego.SetRegoVersion(ast.RegoV1)).PrepareForEval(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"ls -la", "rm -rf / > /dev/null", "DOCKER_HOST=tcp://x CONTAINER_HOST=y podman ps",
+		"cat < /etc/shadow; tee -a ~/.bashrc", "$(echo rm) -rf x", "sudo mkfs.ext4 /dev/sdz &>> log",
+		"psql -c 'DROP TABLE t' | sh",
+	} {
+		sh := ParseShell(line)
+		b.index(&sh)
+		rs, err := pq.Eval(context.Background(), rego.EvalInput(sh.Commands))
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("%q: helper: %v %v", line, rs, err)
+		}
+		got := rs[0].Expressions[0].Value.(map[string]any)
+		h, _ := json.Marshal(map[string]any{"names": got["names"], "listed": got["listed"], "words_listed": got["words_listed"], "dynamic": got["dynamic"]})
+		e, _ := json.Marshal(map[string]any{"names": sh.Names, "listed": sh.Listed, "words_listed": sh.WordsListed, "dynamic": sh.Dynamic})
+		if !bytes.Equal(h, e) {
+			t.Errorf("%q:\nhelper %s\nengine %s", line, h, e)
 		}
 	}
 }

@@ -53,6 +53,15 @@ type Shell struct {
 	// commands' names, as input.shell.listed.<list>, for the same purpose.
 	// Derived from Commands and the bundle's data on every decision.
 	Listed map[string]bool `json:"listed"`
+	// WordsListed names the lists that hold one of the commands' other
+	// words: an argument, a redirection's operator or target, or an
+	// assigned variable's name (input.shell.words_listed.sensitive_read_paths
+	// for cat /etc/shadow, .write_redirects for echo x > f). Derived like
+	// Listed.
+	WordsListed map[string]bool `json:"words_listed"`
+	// Dynamic: some command's name or argument is computed at run time
+	// (one of Commands is Dynamic). Derived like Names.
+	Dynamic bool `json:"dynamic"`
 }
 
 // Command is one simple command.

@@ -19,7 +19,7 @@ var keys = func() map[string]*ast.Term {
 		"name", "version", "id", "argv", "cwd", "profile", "env",
 		"commands", "pipes", "pipe_to_interpreter", "decode_to_interpreter", "substitutions",
 		"process_substitution", "eval", "background", "recursive_functions", "normalized",
-		"parse_error", "incomplete", "embedded", "names", "listed", "dynamic",
+		"parse_error", "incomplete", "embedded", "names", "listed", "words_listed", "dynamic",
 		"path", "args", "wrappers", "redirects", "assigns", "flags", "operands", "op", "target",
 	} {
 		m[k] = ast.StringTerm(k)
@@ -98,7 +98,8 @@ func (sh *Shell) term() *ast.Term {
 		"eval", boolean(sh.Eval), "background", boolean(sh.Background),
 		"recursive_functions", strs(sh.RecursiveFunctions), "normalized", boolean(sh.Normalized),
 		"parse_error", str(sh.ParseError), "incomplete", boolean(sh.Incomplete), "embedded", boolean(sh.Embedded),
-		"names", set(sh.Names), "listed", set(sh.Listed))
+		"names", set(sh.Names), "listed", set(sh.Listed), "words_listed", set(sh.WordsListed),
+		"dynamic", boolean(sh.Dynamic))
 }
 
 // set is an object of name → true; nil is null, as encoding/json has it.
