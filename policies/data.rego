@@ -7,7 +7,7 @@ sql_text := input.text if input.program_listed.sql_programs
 sql_text := concat(" ", c.args) if {
 	input.shell.listed.sql_programs
 	not input.program_listed.sql_programs
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.sql_programs
 }
 
@@ -91,7 +91,7 @@ redis_text := upper(input.text) if input.program_listed.redis_programs
 redis_text := upper(concat(" ", c.args)) if {
 	input.shell.listed.redis_programs
 	not input.program_listed.redis_programs
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.redis_programs
 }
 

@@ -19,7 +19,7 @@ finding contains {
 	"reason": sprintf("the command name %q is computed at run time", [c.name]),
 } if {
 	input.shell.dynamic == true
-	some c in commands
+	some c in input.shell.commands
 	c.dynamic
 	contains(c.name, "$")
 }
@@ -33,7 +33,7 @@ finding contains {
 	"reason": sprintf("recursive delete of %s", [p]),
 } if {
 	input.shell.listed.delete_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.delete_commands
 	recursive_rm(c)
 	some p in c.operands
@@ -47,7 +47,7 @@ finding contains {
 	"reason": "rm --no-preserve-root",
 } if {
 	input.shell.names.rm
-	some c in commands
+	some c in input.shell.commands
 	c.name == "rm"
 	"--no-preserve-root" in c.args
 }
@@ -59,7 +59,7 @@ finding contains {
 	"reason": sprintf("recursive delete of %s, outside the working directory", [p]),
 } if {
 	input.shell.names.rm
-	some c in commands
+	some c in input.shell.commands
 	c.name == "rm"
 	recursive_rm(c)
 	some p in c.operands
@@ -67,9 +67,11 @@ finding contains {
 	outside_cwd(p)
 }
 
-recursive_rm(c) if has_flag(c, "r", "--recursive")
+recursive_rm(c) if c.flags.r
 
-recursive_rm(c) if has_flag(c, "R", "--recursive")
+recursive_rm(c) if c.flags.R
+
+recursive_rm(c) if c.flags["--recursive"]
 
 outside_cwd(p) if startswith(p, "/")
 
@@ -86,7 +88,7 @@ finding contains {
 	"reason": sprintf("find -delete under %s", [p]),
 } if {
 	input.shell.names.find
-	some c in commands
+	some c in input.shell.commands
 	c.name == "find"
 	"-delete" in c.args
 	some p in c.operands
@@ -102,7 +104,7 @@ finding contains {
 	"reason": sprintf("%s changes disks or filesystems", [c.name]),
 } if {
 	input.shell.listed.disk_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.disk_commands
 }
 
@@ -112,7 +114,7 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("%s changes disks or filesystems", [c.name]),
 } if {
-	some c in commands
+	some c in input.shell.commands
 	startswith(c.name, "mkfs.")
 }
 
@@ -133,7 +135,7 @@ finding contains {
 	"reason": sprintf("%s changes what is mounted", [c.name]),
 } if {
 	input.shell.listed.mount_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.mount_commands
 	count(c.args) > 0
 }
@@ -147,7 +149,7 @@ finding contains {
 	"reason": sprintf("%s stops or restarts the machine", [c.name]),
 } if {
 	input.shell.listed.power_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.power_commands
 }
 
@@ -158,7 +160,7 @@ finding contains {
 	"reason": sprintf("%s %s stops or restarts the machine", [c.name, c.args[0]]),
 } if {
 	input.shell.listed.init_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.init_commands
 	c.args[0] in {"0", "6", "1", "s", "S"}
 }
@@ -170,7 +172,7 @@ finding contains {
 	"reason": sprintf("systemctl %s stops or restarts the machine", [c.args[0]]),
 } if {
 	input.shell.names.systemctl
-	some c in commands
+	some c in input.shell.commands
 	c.name == "systemctl"
 	c.args[0] in {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "emergency", "rescue"}
 }
@@ -182,7 +184,7 @@ finding contains {
 	"reason": sprintf("systemctl %s changes a service", [verb]),
 } if {
 	input.shell.listed.service_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.service_commands
 	some verb in c.args
 	verb in {"stop", "disable", "mask", "restart", "kill", "isolate"}
@@ -195,7 +197,7 @@ finding contains {
 	"reason": "kill of every process (-1) or of init",
 } if {
 	input.shell.names.kill
-	some c in commands
+	some c in input.shell.commands
 	c.name == "kill"
 	some a in operands_or_negative(c)
 	a in {"-1", "1", "0"}
@@ -210,7 +212,7 @@ finding contains {
 	"reason": sprintf("%s kills processes by name", [c.name]),
 } if {
 	input.shell.listed.kill_by_name_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.kill_by_name_commands
 }
 
@@ -231,7 +233,7 @@ finding contains {
 	"reason": "crontab -r deletes every scheduled job",
 } if {
 	input.shell.names.crontab
-	some c in commands
+	some c in input.shell.commands
 	c.name == "crontab"
 	has_flag(c, "r", "--remove")
 }
@@ -245,7 +247,7 @@ finding contains {
 	"reason": sprintf("%s runs a command with other privileges", [c.name]),
 } if {
 	input.shell.listed.privilege_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.privilege_commands
 }
 
@@ -256,7 +258,7 @@ finding contains {
 	"reason": sprintf("%s changes accounts, passwords or capabilities", [c.name]),
 } if {
 	input.shell.listed.account_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.account_commands
 }
 
@@ -269,7 +271,7 @@ finding contains {
 	"reason": sprintf("chmod %s makes files writable by everyone", [mode]),
 } if {
 	input.shell.names.chmod
-	some c in commands
+	some c in input.shell.commands
 	c.name == "chmod"
 	some mode in c.args
 	world_writable(mode)
@@ -288,7 +290,7 @@ finding contains {
 	"reason": sprintf("%s -R on %s", [c.name, p]),
 } if {
 	input.shell.listed.permission_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.permission_commands
 	has_flag(c, "R", "--recursive")
 	some p in c.operands
@@ -304,7 +306,7 @@ finding contains {
 	"reason": sprintf("output of %s is piped into an interpreter", [c.name]),
 } if {
 	input.shell.pipe_to_interpreter == true
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.fetchers
 }
 
@@ -315,9 +317,9 @@ finding contains {
 	"reason": sprintf("%s output runs as code (process substitution or eval)", [c.name]),
 } if {
 	input.shell.listed.fetchers
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.fetchers
-	some i in commands
+	some i in input.shell.commands
 	i.name in cfg.interpreters
 	fetched_into(i)
 }
@@ -369,7 +371,7 @@ finding contains {
 	"reason": sprintf("reads %s", [a]),
 } if {
 	input.shell.words_listed.sensitive_read_paths
-	some c in commands
+	some c in input.shell.commands
 	some a in c.args
 	a in cfg.sensitive_read_paths
 }
@@ -381,7 +383,7 @@ finding contains {
 	"reason": sprintf("reads %s", [r.target]),
 } if {
 	input.shell.words_listed.sensitive_read_paths
-	some c in commands
+	some c in input.shell.commands
 	some r in c.redirects
 	r.target in cfg.sensitive_read_paths
 }
@@ -395,7 +397,7 @@ finding contains {
 	"reason": sprintf("%s flushes or disables the firewall", [c.name]),
 } if {
 	input.shell.listed.firewall_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.firewall_commands
 	firewall_off(c)
 }
@@ -445,7 +447,7 @@ finding contains {
 	"reason": sprintf("git %s discards work", [concat(" ", c.args)]),
 } if {
 	input.shell.names.git
-	some c in commands
+	some c in input.shell.commands
 	c.name == "git"
 	git_destructive(c)
 }
@@ -490,7 +492,7 @@ finding contains {
 	"reason": "git options that run arbitrary programs",
 } if {
 	input.shell.names.git
-	some c in commands
+	some c in input.shell.commands
 	c.name == "git"
 	some a in c.args
 	git_exec_option(a)
@@ -513,7 +515,7 @@ finding contains {
 	"reason": sprintf("%s %s reaches the container host", [c.name, a]),
 } if {
 	input.shell.listed.container_engines
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.container_engines
 	some a in c.args
 	container_escape_arg(a)
@@ -532,7 +534,7 @@ finding contains {
 	"reason": sprintf("%s enters another namespace or root", [c.name]),
 } if {
 	input.shell.listed.namespace_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.namespace_commands
 }
 
@@ -543,7 +545,7 @@ finding contains {
 	"reason": sprintf("%s points the container engine at another host", [a]),
 } if {
 	input.shell.words_listed.container_host_env
-	some c in commands
+	some c in input.shell.commands
 	some a in c.assigns
 	a in cfg.container_host_env
 }
@@ -557,7 +559,7 @@ finding contains {
 	"reason": sprintf("%s targets the gateway", [c.name]),
 } if {
 	input.shell.listed.signal_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.signal_commands
 	some a in c.args
 	gateway_ref(a)
@@ -576,7 +578,7 @@ finding contains {
 	"severity": "critical",
 	"reason": "TERMGATE_ settings are the operator's",
 } if {
-	some c in commands
+	some c in input.shell.commands
 	some a in c.assigns
 	startswith(a, "TERMGATE_")
 }
@@ -588,7 +590,7 @@ finding contains {
 	"reason": "recursive delete of paths read at run time (xargs)",
 } if {
 	input.shell.names.rm
-	some c in commands
+	some c in input.shell.commands
 	c.name == "rm"
 	recursive_rm(c)
 	"xargs" in c.wrappers

@@ -18,8 +18,8 @@ score(f) := (action_rank[f.action] * 10) + severity_rank[f.severity]
 # only one, the decision is undefined, and the engine denies.
 ranked := sort([[0 - score(f), f.rule, f] | some f in finding])
 
-decision := object.union(ranked[0][2], {"profile": profile})
-
+# No finding allows; otherwise the first ranked finding decides. (The
+# else spares the ranking for the common case, an input that is allowed.)
 decision := {
 	"action": "allow",
 	"rule": "allow.default",
@@ -28,7 +28,7 @@ decision := {
 	"profile": profile,
 } if {
 	count(finding) == 0
-}
+} else := object.union(ranked[0][2], {"profile": profile})
 
 cfg := data.termgate.lists
 
@@ -42,10 +42,9 @@ profile := "network" if {
 }
 
 # ---- helpers over parsed shell commands ----
-
-default commands := []
-
-commands := input.shell.commands
+#
+# Rules iterate input.shell.commands directly: a rule of its own for it
+# would be one more rule to evaluate in every decision.
 
 # has_flag: a short flag (alone or inside a cluster such as -rf) or the
 # long one. The gateway derives c.flags and c.operands from c.args.
@@ -56,15 +55,9 @@ has_flag(c, _, long) if c.flags[long]
 # clean strips trailing slashes and dots that leave a path the same place.
 clean(p) := "/" if regex.match(`^/[/.]*$`, p)
 
-clean(p) := trim_right(p, "/") if {
-	not regex.match(`^/[/.]*$`, p)
-	endswith(p, "/")
-}
+else := trim_right(p, "/") if endswith(p, "/")
 
-clean(p) := p if {
-	not regex.match(`^/[/.]*$`, p)
-	not endswith(p, "/")
-}
+else := p
 
 protected(p) if clean(p) in cfg.protected_paths
 
@@ -134,21 +127,21 @@ finding contains f if {
 
 write_target contains r.target if {
 	input.shell.words_listed.write_redirects
-	some c in commands
+	some c in input.shell.commands
 	some r in c.redirects
 	r.op in cfg.write_redirects
 }
 
 write_target contains t if {
 	input.shell.names.tee
-	some c in commands
+	some c in input.shell.commands
 	c.name == "tee"
 	some t in c.operands
 }
 
 write_target contains t if {
 	input.shell.listed.copy_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.copy_commands
 	ops := c.operands
 	count(ops) >= 2
@@ -157,14 +150,14 @@ write_target contains t if {
 
 write_target contains t if {
 	input.shell.listed.file_commands
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.file_commands
 	some t in c.operands
 }
 
 write_target contains t if {
 	input.shell.listed.in_place_editors
-	some c in commands
+	some c in input.shell.commands
 	c.name in cfg.in_place_editors
 	has_flag(c, "i", "--in-place")
 	some t in in_place_files(c)
@@ -177,7 +170,7 @@ in_place_files(c) := array.slice(c.operands, 1, count(c.operands)) if not has_fl
 
 write_target contains t if {
 	input.shell.names.dd
-	some c in commands
+	some c in input.shell.commands
 	c.name == "dd"
 	some a in c.args
 	startswith(a, "of=")
