@@ -19,6 +19,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"mvdan.cc/sh/v3/syntax"
@@ -242,7 +243,9 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 	b.derive(&in)
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
-	rs, err := b.query.Eval(ctx, rego.EvalParsedInput(in.value()))
+	// No metrics: OPA would otherwise build a set of timers per decision
+	// that nothing reads.
+	rs, err := b.query.Eval(ctx, rego.EvalParsedInput(in.value()), rego.EvalMetrics(metrics.NoOp()))
 	if err != nil {
 		return denied("policy.error", "the policy failed: "+err.Error()), fmt.Errorf("evaluating policy: %w", err)
 	}
