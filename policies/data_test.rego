@@ -55,13 +55,12 @@ test_most_severe_wins if {
 	d.rule == "fs.rm_protected"
 }
 
-# The metadata endpoints and the sensitive globs are joined into one
-# {a,b,…} glob: an entry may hold no comma, and an endpoint no glob
-# metacharacter.
+# The metadata endpoints are joined into one a|b|… regex and the sensitive
+# globs into one {a,b,…} glob: an endpoint is a lower-case host name or
+# address, and a glob holds no comma or braces.
 test_lists_are_plain if {
 	every e in data.termgate.lists.metadata_endpoints {
-		glob.quote_meta(e) == e
-		not contains(e, ",")
+		regex.match(`^[a-z0-9.:-]+$`, e)
 	}
 	every g in data.termgate.lists.sensitive_write_globs {
 		not contains(g, ",")
@@ -95,4 +94,13 @@ test_container_host_env if {
 		denied_by(bash([object.union(c("podman", ["ps"]), {"assigns": [v]})]), "container.host_escape")
 	}
 	allowed(bash([object.union(c("docker", ["ps"]), {"assigns": ["DOCKER_CONFIG"]})]))
+}
+
+test_metadata_endpoints if {
+	every e in data.termgate.lists.metadata_endpoints {
+		denied_by(typed("python3", sprintf("requests.get('http://%s/')", [upper(e)])), "net.cloud_metadata")
+	}
+
+	# The regex's dots match any character; the substring check does not.
+	allowed(typed("python3", "print('169x254x169x254')"))
 }

@@ -30,8 +30,8 @@ sh(cmds) := {
 	"substitutions": false, "process_substitution": false, "eval": false, "background": false,
 	"recursive_functions": [], "normalized": false, "parse_error": "", "incomplete": false, "embedded": false,
 	"names": {x.name: true | some x in cmds},
-	"listed": {k: true | some k, l in data.termgate.lists; some x in cmds; x.name in l},
-	"words_listed": {k: true | some k, l in data.termgate.lists; some x in cmds; some w in words(x); w in l},
+	"listed": {k: true | some k, l in data.termgate.lists; some x in cmds; holds(k, l, x.name)},
+	"words_listed": {k: true | some k, l in data.termgate.lists; some x in cmds; some w in words(x); holds(k, l, w)},
 	"dynamic": count([x | some x in cmds; x.dynamic]) > 0,
 }
 
@@ -39,8 +39,20 @@ sh(cmds) := {
 # and assigned names.
 words(x) := array.concat(array.concat(x.args, [w | some r in x.redirects; some w in [r.op, r.target]]), x.assigns)
 
+# holds: list k (entries l) holds s: a list named *_prefixes holds every
+# string that starts with one of its entries, any other its entries.
+holds(k, l, s) if {
+	not endswith(k, "_prefixes")
+	s in l
+}
+
+holds(k, l, s) if {
+	endswith(k, "_prefixes")
+	strings.any_prefix_match(s, l)
+}
+
 # program_listed: the lists that hold the program, as the engine derives them.
-program_listed(program) := {k: true | some k, l in data.termgate.lists; program in l}
+program_listed(program) := {k: true | some k, l in data.termgate.lists; holds(k, l, program)}
 
 bash(cmds) := {"action": "input", "program": "bash", "program_listed": program_listed("bash"), "text": "", "secret": false, "shell": sh(cmds)}
 

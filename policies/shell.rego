@@ -114,8 +114,9 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("%s changes disks or filesystems", [c.name]),
 } if {
+	input.shell.listed.disk_command_prefixes
 	some c in input.shell.commands
-	startswith(c.name, "mkfs.")
+	strings.any_prefix_match(c.name, cfg.disk_command_prefixes)
 }
 
 write_finding contains {
@@ -422,18 +423,19 @@ firewall_off(c) if {
 	"--panic-off" in c.args
 }
 
-# The endpoints are matched as one *{a,b,…}* glob, built in the body rather
-# than by a rule of its own (a rule costs more to evaluate than the glob):
-# the text is scanned once, and which endpoint it names is looked up only
-# when one does. An endpoint must be a plain string: no glob metacharacters
-# or commas (test_lists_are_plain).
+# The endpoints are first matched as one a|b|… regex, built in the body
+# rather than by a rule of its own (a rule costs more to evaluate than the
+# regex): the text is scanned once, and the endpoint it names is looked up,
+# as a plain substring, only when the regex matched. An endpoint holds only
+# lower-case letters, digits, dots, colons and dashes (test_lists_are_plain),
+# so the regex matches whenever the substring is there.
 finding contains {
 	"rule": "net.cloud_metadata",
 	"action": "deny",
 	"severity": "high",
 	"reason": sprintf("reaches the cloud metadata endpoint %s", [e]),
 } if {
-	glob.match(concat("", ["*{", concat(",", data.termgate.lists.metadata_endpoints), "}*"]), null, lower(input.text))
+	regex.match(concat("|", data.termgate.lists.metadata_endpoints), lower(input.text))
 	some e in cfg.metadata_endpoints
 	contains(lower(input.text), e)
 }
@@ -576,11 +578,12 @@ finding contains {
 	"rule": "self.tamper",
 	"action": "deny",
 	"severity": "critical",
-	"reason": "TERMGATE_ settings are the operator's",
+	"reason": sprintf("%s is the operator's setting", [a]),
 } if {
+	input.shell.words_listed.gateway_env_prefixes
 	some c in input.shell.commands
 	some a in c.assigns
-	startswith(a, "TERMGATE_")
+	strings.any_prefix_match(a, cfg.gateway_env_prefixes)
 }
 
 finding contains {

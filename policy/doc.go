@@ -32,6 +32,9 @@
 // code typed into a REPL hands a string to a shell (os.system, subprocess,
 // child_process): then shell.embedded is true.
 //
+// A list of data.termgate.lists holds its entries, or, when its name ends
+// in _prefixes, every string that starts with one of them.
+//
 // program_listed (the lists of data.termgate.lists that hold the program),
 // shell.names (the commands' names as a set), shell.listed (the lists of
 // data.termgate.lists that hold one of those names), shell.words_listed
@@ -42,15 +45,15 @@
 // value) and operands (the other arguments, all of them after "--") are
 // derived by the engine on every decision, whatever the caller sent.
 //
-// A decision's cost is mostly the rule bodies OPA evaluates, so every rule
-// body of the default bundle starts with a guard OPA's rule index can
+// A decision's cost is mostly the rule bodies OPA evaluates, so almost every
+// rule body of the default bundle starts with a guard OPA's rule index can
 // use: input.program_listed.<list>, input.shell.names.<cmd>,
 // input.shell.listed.<list>, input.shell.words_listed.<list>, or a flag
 // compared with true (input.shell.pipe_to_interpreter == true: a plain
 // reference to a false flag would not be skipped, as it is defined). A
-// body without one is evaluated for every input; four are left (a line
-// that does not parse, mkfs.*, TERMGATE_* assignments, and the metadata
-// endpoints, which are substrings of the text). Rules test c.flags and c.operands rather than
+// body without one is evaluated for every input; two are left (a line
+// that does not parse, and the metadata endpoints, which are substrings of
+// the text). Rules test c.flags and c.operands rather than
 // parse c.args with regexes. A bundle's own tests must fill all derived
 // fields (the c and sh helpers in helpers_test.rego do; TestDerivedArgs
 // and TestDerivedShell keep them in step).

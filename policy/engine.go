@@ -130,7 +130,7 @@ type Bundle struct {
 	Profiles []string  // sandbox profiles the bundle defines
 	query    rego.PreparedEvalQuery
 	data     map[string]any
-	lists    map[string][]string // command name → the lists of data.termgate.lists that hold it
+	lists    listIndex // which lists of data.termgate.lists hold a string
 }
 
 // index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic and each
@@ -142,28 +142,21 @@ func (b *Bundle) index(sh *Shell) {
 	sh.Listed = map[string]bool{}
 	sh.WordsListed = map[string]bool{}
 	sh.Dynamic = false
-	word := func(w string) {
-		for _, l := range b.lists[w] {
-			sh.WordsListed[l] = true
-		}
-	}
 	for i := range sh.Commands {
 		c := &sh.Commands[i]
 		c.deriveArgs()
 		sh.Names[c.Name] = true
 		sh.Dynamic = sh.Dynamic || c.Dynamic
-		for _, l := range b.lists[c.Name] {
-			sh.Listed[l] = true
-		}
+		b.lists.mark(sh.Listed, c.Name)
 		for _, a := range c.Args {
-			word(a)
+			b.lists.mark(sh.WordsListed, a)
 		}
 		for _, r := range c.Redirects {
-			word(r.Op)
-			word(r.Target)
+			b.lists.mark(sh.WordsListed, r.Op)
+			b.lists.mark(sh.WordsListed, r.Target)
 		}
 		for _, a := range c.Assigns {
-			word(a)
+			b.lists.mark(sh.WordsListed, a)
 		}
 	}
 }
@@ -172,9 +165,7 @@ func (b *Bundle) index(sh *Shell) {
 // caller sent: input.program_listed and the shell's index.
 func (b *Bundle) derive(in *Input) {
 	in.ProgramListed = map[string]bool{}
-	for _, l := range b.lists[in.Program] {
-		in.ProgramListed[l] = true
-	}
+	b.lists.mark(in.ProgramListed, in.Program)
 	if in.Shell != nil {
 		// The caller's document stays as it was: index writes into a copy
 		// of the shell and of its commands.
@@ -185,20 +176,46 @@ func (b *Bundle) derive(in *Input) {
 	}
 }
 
-// listIndex maps each string of data.termgate.lists to the lists holding it.
-func listIndex(data map[string]any) map[string][]string {
-	idx := map[string][]string{}
+// listIndex tells which lists of data.termgate.lists hold a string. A list
+// whose name ends in _prefixes (raw_device_prefixes) holds every string
+// that starts with one of its entries; any other list, its entries.
+type listIndex struct {
+	exact    map[string][]string // entry → the lists holding it
+	prefixes []listPrefix
+}
+
+type listPrefix struct{ prefix, list string }
+
+func newListIndex(data map[string]any) listIndex {
+	idx := listIndex{exact: map[string][]string{}}
 	tg, _ := data["termgate"].(map[string]any)
 	lists, _ := tg["lists"].(map[string]any)
 	for name, l := range lists {
 		arr, _ := l.([]any)
 		for _, v := range arr {
-			if s, ok := v.(string); ok {
-				idx[s] = append(idx[s], name)
+			s, ok := v.(string)
+			switch {
+			case !ok:
+			case strings.HasSuffix(name, "_prefixes"):
+				idx.prefixes = append(idx.prefixes, listPrefix{s, name})
+			default:
+				idx.exact[s] = append(idx.exact[s], name)
 			}
 		}
 	}
 	return idx
+}
+
+// mark sets into[list] for every list that holds s.
+func (idx listIndex) mark(into map[string]bool, s string) {
+	for _, l := range idx.exact[s] {
+		into[l] = true
+	}
+	for _, p := range idx.prefixes {
+		if strings.HasPrefix(s, p.prefix) {
+			into[p.list] = true
+		}
+	}
 }
 
 // Engine evaluates decisions with the bundle in force.
@@ -430,7 +447,7 @@ func load(ctx context.Context, src Source) (*Bundle, error) {
 		b.Revision = f.hash[:19]
 	}
 	b.Rules, b.Profiles = describe(f.data)
-	b.lists = listIndex(f.data)
+	b.lists = newListIndex(f.data)
 	// A bundle must decide: evaluate a harmless input once.
 	rs, err := pq.Eval(ctx, rego.EvalInput(Input{Action: "input", Text: "", Program: "bash", Shell: &Shell{Commands: []Command{}, RecursiveFunctions: []string{}}}))
 	if err != nil {

@@ -485,6 +485,7 @@ func TestDerivedShell(t *testing.T) {
 		"ls -la", "rm -rf / > /dev/null", "DOCKER_HOST=tcp://x CONTAINER_HOST=y podman ps",
 		"cat < /etc/shadow; tee -a ~/.bashrc", "$(echo rm) -rf x", "sudo mkfs.ext4 /dev/sdz &>> log",
 		"psql -c 'DROP TABLE t' | sh",
+		"TERMGATE_POLICY_DIR=/x bash -c id > /dev/sda1",
 	} {
 		sh := ParseShell(line)
 		b.index(&sh)
