@@ -213,6 +213,40 @@ func TestSecretInputIsNotJudgedAsText(t *testing.T) {
 	}
 }
 
+// TestDecideStops: an evaluation that runs on is stopped at the engine's
+// timeout, or when the caller's context ends, and denies.
+func TestDecideStops(t *testing.T) {
+	dir := t.TempDir()
+	// Allowed at load (empty text); for any other text, 10^8 steps.
+	writeBundle(t, dir, map[string]string{"p.rego": `package termgate
+
+decision := {"action": "allow", "rule": "x"} if input.text == ""
+
+decision := {"action": "allow", "rule": "slow"} if {
+	input.text != ""
+	some i in numbers.range(1, 10000)
+	some j in numbers.range(1, 10000)
+	i * j < 0
+}
+`})
+	e, err := New(context.Background(), Source{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.timeout = 50 * time.Millisecond
+	d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: "ls"})
+	if err == nil || d.Action != "deny" || d.Rule != "policy.error" {
+		t.Fatalf("at the timeout: %+v, %v", d, err)
+	}
+	e.timeout = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	d, err = e.Decide(ctx, Input{Action: "input", Program: "bash", Text: "ls"})
+	if err == nil || d.Action != "deny" || d.Rule != "policy.error" {
+		t.Fatalf("with the context ended: %+v, %v", d, err)
+	}
+}
+
 func writeBundle(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for name, body := range files {
