@@ -6,17 +6,18 @@
 # data.json (data.termgate.lists) so operators extend them without Rego.
 package termgate
 
-severity_rank := {"low": 1, "medium": 2, "high": 3, "critical": 4}
-
-action_rank := {"confirm": 1, "deny": 2}
-
-score(f) := (action_rank[f.action] * 10) + severity_rank[f.severity]
-
-# The findings, most severe first: deny beats confirm, then severity, then
-# the rule id, then the finding itself, so the decision is always one. A
-# finding with an unknown action or severity has no score: if it is the
-# only one, the decision is undefined, and the engine denies.
-ranked := sort([[0 - score(f), f.rule, f] | some f in finding])
+# The findings, most severe first: deny beats confirm, then severity
+# (critical > high > medium > low), then the rule id, then the finding
+# itself, so the decision is always one. A finding with an unknown action
+# or severity has no score: if it is the only one, the decision is
+# undefined, and the engine denies. (The score is written out here rather
+# than in a function: a call costs more than the lookups.)
+ranked := sort([[
+	0 - ({"confirm": 10, "deny": 20}[f.action] + {"low": 1, "medium": 2, "high": 3, "critical": 4}[f.severity]),
+	f.rule, f,
+] |
+	some f in finding
+])
 
 # No finding allows; otherwise the first ranked finding decides. (The
 # else spares the ranking for the common case, an input that is allowed.)
@@ -73,12 +74,9 @@ protected(p) if {
 
 home_alias(p) := concat("", ["~", substring(p, 5, -1)]) if startswith(p, "$HOME")
 
-home_alias(p) := concat("", ["~", substring(p, 7, -1)]) if startswith(p, "${HOME}")
+else := concat("", ["~", substring(p, 7, -1)]) if startswith(p, "${HOME}")
 
-home_alias(p) := p if {
-	not startswith(p, "$HOME")
-	not startswith(p, "${HOME}")
-}
+else := p
 
 # The sensitive globs as one {a,b,…} alternation: one match per path, not
 # one per glob. (A glob in the list must not hold a comma or braces.)
