@@ -413,6 +413,16 @@ func BenchmarkDecide(b *testing.B) {
 	b.ReportMetric(float64(d[len(d)*99/100].Microseconds()), "p99-µs")
 }
 
+// TestRunTimePartsKeepTheirSource: a part computed at run time reads as
+// written in the line, a backquoted substitution as $(…).
+func TestRunTimePartsKeepTheirSource(t *testing.T) {
+	sh := ParseShell("`echo rm` -rf $((1+2)) \"a$(b  c)d\" ${HOME:-/}")
+	c := sh.Commands[len(sh.Commands)-1]
+	if c.Name != "$(echo rm)" || !c.Dynamic || strings.Join(c.Args, " ") != "-rf $((1+2)) a$(b  c)d ${HOME:-/}" {
+		t.Fatalf("name %q args %q dynamic %v", c.Name, c.Args, c.Dynamic)
+	}
+}
+
 func TestParseArgvFollowsShellStrings(t *testing.T) {
 	sh := ParseArgv([]string{"/bin/sh", "-c", "sh -c 'mkfs.ext4 /dev/sdz'"})
 	var names []string

@@ -215,7 +215,7 @@ func parseInto(sh *Shell, line string, depth int, p *syntax.Parser) {
 		}
 		return
 	}
-	w := walker{sh: sh, depth: depth}
+	w := walker{sh: sh, depth: depth, src: line}
 	for _, st := range f.Stmts {
 		w.stmt(st)
 	}
@@ -224,6 +224,7 @@ func parseInto(sh *Shell, line string, depth int, p *syntax.Parser) {
 type walker struct {
 	sh    *Shell
 	depth int
+	src   string   // the line parsed, for the source text of run-time parts
 	funcs []string // functions being declared, innermost last
 }
 
@@ -393,7 +394,7 @@ func (w *walker) call(c *syntax.CallExpr, redirs []*syntax.Redirect) {
 	}
 	for i, word := range c.Args {
 		w.words(word)
-		v, static := wordValue(word)
+		v, static := w.wordValue(word)
 		if !static {
 			cmd.Dynamic = true
 		}
@@ -404,7 +405,7 @@ func (w *walker) call(c *syntax.CallExpr, redirs []*syntax.Redirect) {
 		}
 	}
 	for _, r := range redirs {
-		target, _ := wordValue(r.Word)
+		target, _ := w.wordValue(r.Word)
 		if r.Hdoc != nil {
 			target = "<<heredoc>>"
 		}
@@ -422,10 +423,13 @@ func (w *walker) call(c *syntax.CallExpr, redirs []*syntax.Redirect) {
 	w.sh.Commands = append(w.sh.Commands, cmds...)
 }
 
+// dquoteUnescape removes the backslashes a double-quoted literal keeps.
+var dquoteUnescape = strings.NewReplacer(`\"`, `"`, `\\`, `\`, `\$`, `$`, "\\`", "`")
+
 // wordValue returns a word's value after quote removal, and whether it is
 // fully known before run time. Parts computed at run time keep their
 // source text.
-func wordValue(word *syntax.Word) (string, bool) {
+func (w *walker) wordValue(word *syntax.Word) (string, bool) {
 	if word == nil {
 		return "", true
 	}
@@ -441,22 +445,34 @@ func wordValue(word *syntax.Word) (string, bool) {
 		case *syntax.DblQuoted:
 			for _, q := range p.Parts {
 				if l, ok := q.(*syntax.Lit); ok {
-					b.WriteString(strings.NewReplacer(`\"`, `"`, `\\`, `\`, `\$`, `$`, "\\`", "`").Replace(l.Value))
+					b.WriteString(dquoteUnescape.Replace(l.Value))
 					continue
 				}
 				part(q)
 			}
 		default:
 			static = false
-			var sb strings.Builder
-			_ = syntax.NewPrinter().Print(&sb, p.(syntax.Node))
-			b.WriteString(sb.String())
+			b.WriteString(w.source(p))
 		}
 	}
 	for _, p := range word.Parts {
 		part(p)
 	}
 	return b.String(), static
+}
+
+// source is a node's text in the line parsed; a command substitution in
+// backquotes reads as $(…), as the shell runs it.
+func (w *walker) source(n syntax.Node) string {
+	start, end := n.Pos().Offset(), n.End().Offset()
+	if start > end || end > uint(len(w.src)) {
+		return ""
+	}
+	text := w.src[start:end]
+	if cs, ok := n.(*syntax.CmdSubst); ok && cs.Backquotes && len(text) >= 2 {
+		return "$(" + text[1:len(text)-1] + ")"
+	}
+	return text
 }
 
 // unescape removes the backslashes of an unquoted literal (r\m → rm).
