@@ -33,7 +33,10 @@ test_repl_shell_out if {
 	allowed(typed("python3", "print('rm -rf /')"))
 }
 
-start(argv, cwd, env) := {"action": "start", "program": argv[0], "program_listed": program_listed(argv[0]), "text": concat(" ", argv), "secret": false, "shell": sh([c(argv[0], array.slice(argv, 1, count(argv)))]), "start": {"argv": argv, "cwd": cwd, "env": env}}
+start(argv, cwd, env) := with_text(
+	{"action": "start", "program": argv[0], "program_listed": program_listed(argv[0]), "secret": false, "shell": sh([c(argv[0], array.slice(argv, 1, count(argv)))]), "start": {"argv": argv, "cwd": cwd, "env": env}},
+	concat(" ", argv),
+)
 
 test_start if {
 	d := decide(start(["bash"], "/work", []))
@@ -45,8 +48,8 @@ test_start if {
 }
 
 test_secret_input if {
-	allowed({"action": "input", "program": "bash", "program_listed": program_listed("bash"), "text": "", "secret": true})
-	confirm_by({"action": "input", "program": "bash", "program_listed": program_listed("bash"), "text": "leaked", "secret": true}, "secret.withheld")
+	allowed(with_text({"action": "input", "program": "bash", "program_listed": program_listed("bash"), "secret": true}, ""))
+	confirm_by(with_text({"action": "input", "program": "bash", "program_listed": program_listed("bash"), "secret": true}, "leaked"), "secret.withheld")
 }
 
 test_most_severe_wins if {
@@ -55,12 +58,12 @@ test_most_severe_wins if {
 	d.rule == "fs.rm_protected"
 }
 
-# The metadata endpoints are joined into one a|b|… regex and the sensitive
-# globs into one {a,b,…} glob: an endpoint is a lower-case host name or
-# address, and a glob holds no comma or braces.
+# The sensitive globs are joined into one {a,b,…} glob: a glob holds no
+# comma or braces. Substrings are matched ignoring case, and written in
+# lower case.
 test_lists_are_plain if {
-	every e in data.termgate.lists.metadata_endpoints {
-		regex.match(`^[a-z0-9.:-]+$`, e)
+	every e in data.termgate.lists.metadata_substrings {
+		lower(e) == e
 	}
 	every g in data.termgate.lists.sensitive_write_globs {
 		not contains(g, ",")
@@ -97,10 +100,8 @@ test_container_host_env if {
 }
 
 test_metadata_endpoints if {
-	every e in data.termgate.lists.metadata_endpoints {
+	every e in data.termgate.lists.metadata_substrings {
 		denied_by(typed("python3", sprintf("requests.get('http://%s/')", [upper(e)])), "net.cloud_metadata")
 	}
-
-	# The regex's dots match any character; the substring check does not.
-	allowed(typed("python3", "print('169x254x169x254')"))
+	allowed(typed("python3", "print('169.254.169.25')"))
 }

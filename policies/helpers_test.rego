@@ -40,9 +40,11 @@ sh(cmds) := {
 words(x) := array.concat(array.concat(x.args, [w | some r in x.redirects; some w in [r.op, r.target]]), x.assigns)
 
 # holds: list k (entries l) holds s: a list named *_prefixes holds every
-# string that starts with one of its entries, any other its entries.
+# string that starts with one of its entries, one named *_substrings every
+# string that contains one (ignoring case), any other its entries.
 holds(k, l, s) if {
 	not endswith(k, "_prefixes")
+	not endswith(k, "_substrings")
 	s in l
 }
 
@@ -51,14 +53,26 @@ holds(k, l, s) if {
 	strings.any_prefix_match(s, l)
 }
 
+holds(k, l, s) if {
+	endswith(k, "_substrings")
+	some e in l
+	contains(lower(s), lower(e))
+}
+
+# text_listed: the lists that hold the text, as the engine derives them.
+text_listed(text) := {k: true | some k, l in data.termgate.lists; holds(k, l, text)}
+
+# with_text gives a document its text, and what the engine derives from it.
+with_text(doc, text) := object.union(doc, {"text": text, "text_listed": text_listed(text)})
+
 # program_listed: the lists that hold the program, as the engine derives them.
 program_listed(program) := {k: true | some k, l in data.termgate.lists; holds(k, l, program)}
 
-bash(cmds) := {"action": "input", "program": "bash", "program_listed": program_listed("bash"), "text": "", "secret": false, "shell": sh(cmds)}
+bash(cmds) := {"action": "input", "program": "bash", "program_listed": program_listed("bash"), "text": "", "text_listed": {}, "secret": false, "shell": sh(cmds)}
 
 bash_flags(cmds, flags) := object.union(bash(cmds), {"shell": object.union(sh(cmds), flags)})
 
-typed(program, text) := {"action": "input", "program": program, "program_listed": program_listed(program), "text": text, "secret": false}
+typed(program, text) := {"action": "input", "program": program, "program_listed": program_listed(program), "text": text, "text_listed": text_listed(text), "secret": false}
 
 redir(cmd, op, target) := object.union(cmd, {"redirects": [{"op": op, "target": target}]})
 

@@ -423,20 +423,14 @@ firewall_off(c) if {
 	"--panic-off" in c.args
 }
 
-# The endpoints are first matched as one a|b|… regex, built in the body
-# rather than by a rule of its own (a rule costs more to evaluate than the
-# regex): the text is scanned once, and the endpoint it names is looked up,
-# as a plain substring, only when the regex matched. An endpoint holds only
-# lower-case letters, digits, dots, colons and dashes (test_lists_are_plain),
-# so the regex matches whenever the substring is there.
 finding contains {
 	"rule": "net.cloud_metadata",
 	"action": "deny",
 	"severity": "high",
 	"reason": sprintf("reaches the cloud metadata endpoint %s", [e]),
 } if {
-	regex.match(concat("|", data.termgate.lists.metadata_endpoints), lower(input.text))
-	some e in cfg.metadata_endpoints
+	input.text_listed.metadata_substrings
+	some e in cfg.metadata_substrings
 	contains(lower(input.text), e)
 }
 

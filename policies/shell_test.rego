@@ -108,7 +108,7 @@ test_network if {
 	denied_by(bash([c("ufw", ["disable"])]), "net.firewall")
 	denied_by(bash([c("firewall-cmd", ["--panic-off"])]), "net.firewall")
 	allowed(bash([c("iptables", ["-L"])]))
-	denied_by(object.union(bash([c("curl", ["http://169.254.169.254/"])]), {"text": "curl http://169.254.169.254/"}), "net.cloud_metadata")
+	denied_by(with_text(bash([c("curl", ["http://169.254.169.254/"])]), "curl http://169.254.169.254/"), "net.cloud_metadata")
 }
 
 test_git if {

@@ -11,6 +11,7 @@
 //	  "text":    "the line that will run",
 //	  "program": "bash",                       // the terminal's foreground program
 //	  "program_listed": {"interpreters": true}, // the lists that hold the program
+//	  "text_listed": {"metadata_substrings": true}, // the lists that hold the text
 //	  "shell":   {"commands": [{"name": "rm", "args": ["-rf", "/"], "path": "", "wrappers": ["sudo"],
 //	               "dynamic": false, "redirects": [{"op": ">", "target": "/etc/x"}], "assigns": [],
 //	               "flags": {"r": true, "f": true}, "operands": ["/"]}],
@@ -32,10 +33,12 @@
 // code typed into a REPL hands a string to a shell (os.system, subprocess,
 // child_process): then shell.embedded is true.
 //
-// A list of data.termgate.lists holds its entries, or, when its name ends
-// in _prefixes, every string that starts with one of them.
+// A list of data.termgate.lists holds its entries; when its name ends in
+// _prefixes, every string that starts with one of them; when it ends in
+// _substrings, every string that contains one, ignoring case.
 //
 // program_listed (the lists of data.termgate.lists that hold the program),
+// text_listed (the lists that hold the text),
 // shell.names (the commands' names as a set), shell.listed (the lists of
 // data.termgate.lists that hold one of those names), shell.words_listed
 // (the lists that hold one of the commands' other words: an argument, a
@@ -47,13 +50,13 @@
 //
 // A decision's cost is mostly the rule bodies OPA evaluates, so almost every
 // rule body of the default bundle starts with a guard OPA's rule index can
-// use: input.program_listed.<list>, input.shell.names.<cmd>,
-// input.shell.listed.<list>, input.shell.words_listed.<list>, or a flag
+// use: input.program_listed.<list>, input.text_listed.<list>,
+// input.shell.names.<cmd>, input.shell.listed.<list>,
+// input.shell.words_listed.<list>, or a flag
 // compared with true (input.shell.pipe_to_interpreter == true: a plain
 // reference to a false flag would not be skipped, as it is defined). A
-// body without one is evaluated for every input; two are left (a line
-// that does not parse, and the metadata endpoints, which are substrings of
-// the text). Rules test c.flags and c.operands rather than
+// body without one is evaluated for every input; one is left, for a line
+// that does not parse. Rules test c.flags and c.operands rather than
 // parse c.args with regexes. A bundle's own tests must fill all derived
 // fields (the c and sh helpers in helpers_test.rego do; TestDerivedArgs
 // and TestDerivedShell keep them in step).

@@ -39,11 +39,15 @@ type Input struct {
 	// every decision, like shell.listed, so rules keyed on it are skipped
 	// by OPA's rule index for every other program.
 	ProgramListed map[string]bool `json:"program_listed"`
-	Shell         *Shell          `json:"shell,omitempty"`
-	Secret        bool            `json:"secret"`
-	Session       *Session        `json:"session,omitempty"`
-	Start         *Start          `json:"start,omitempty"`
-	Client        Client          `json:"client"`
+	// TextListed names the lists that hold the text, derived likewise:
+	// with a list of substrings (metadata_substrings), a rule on what the
+	// text contains is skipped for every text that contains none.
+	TextListed map[string]bool `json:"text_listed"`
+	Shell      *Shell          `json:"shell,omitempty"`
+	Secret     bool            `json:"secret"`
+	Session    *Session        `json:"session,omitempty"`
+	Start      *Start          `json:"start,omitempty"`
+	Client     Client          `json:"client"`
 }
 
 // Session names the session an input goes to.
@@ -163,10 +167,13 @@ func (b *Bundle) index(sh *Shell) {
 }
 
 // derive fills what the engine derives for every decision, whatever the
-// caller sent: input.program_listed and the shell's index.
+// caller sent: input.program_listed, input.text_listed and the shell's
+// index.
 func (b *Bundle) derive(in *Input) {
 	in.ProgramListed = map[string]bool{}
 	b.lists.mark(in.ProgramListed, in.Program)
+	in.TextListed = map[string]bool{}
+	b.lists.mark(in.TextListed, in.Text)
 	if in.Shell != nil {
 		// The caller's document stays as it was: index writes into a copy
 		// of the shell and of its commands.
@@ -179,13 +186,16 @@ func (b *Bundle) derive(in *Input) {
 
 // listIndex tells which lists of data.termgate.lists hold a string. A list
 // whose name ends in _prefixes (raw_device_prefixes) holds every string
-// that starts with one of its entries; any other list, its entries.
+// that starts with one of its entries; one whose name ends in _substrings
+// (metadata_substrings), every string that contains one, ignoring case;
+// any other list, its entries.
 type listIndex struct {
-	exact    map[string][]string // entry → the lists holding it
-	prefixes []listPrefix
+	exact      map[string][]string // entry → the lists holding it
+	prefixes   []listEntry
+	substrings []listEntry // entries lower-cased
 }
 
-type listPrefix struct{ prefix, list string }
+type listEntry struct{ entry, list string }
 
 func newListIndex(data map[string]any) listIndex {
 	idx := listIndex{exact: map[string][]string{}}
@@ -198,7 +208,9 @@ func newListIndex(data map[string]any) listIndex {
 			switch {
 			case !ok:
 			case strings.HasSuffix(name, "_prefixes"):
-				idx.prefixes = append(idx.prefixes, listPrefix{s, name})
+				idx.prefixes = append(idx.prefixes, listEntry{s, name})
+			case strings.HasSuffix(name, "_substrings"):
+				idx.substrings = append(idx.substrings, listEntry{strings.ToLower(s), name})
 			default:
 				idx.exact[s] = append(idx.exact[s], name)
 			}
@@ -213,8 +225,16 @@ func (idx listIndex) mark(into map[string]bool, s string) {
 		into[l] = true
 	}
 	for _, p := range idx.prefixes {
-		if strings.HasPrefix(s, p.prefix) {
+		if strings.HasPrefix(s, p.entry) {
 			into[p.list] = true
+		}
+	}
+	if len(idx.substrings) > 0 {
+		lower := strings.ToLower(s)
+		for _, e := range idx.substrings {
+			if strings.Contains(lower, e.entry) {
+				into[e.list] = true
+			}
 		}
 	}
 }

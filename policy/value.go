@@ -15,7 +15,7 @@ import "github.com/open-policy-agent/opa/v1/ast"
 var keys = func() map[string]*ast.Term {
 	m := map[string]*ast.Term{}
 	for _, k := range []string{
-		"action", "text", "program", "secret", "program_listed", "client", "shell", "session", "start",
+		"action", "text", "program", "secret", "program_listed", "text_listed", "client", "shell", "session", "start",
 		"name", "version", "id", "argv", "cwd", "profile", "env",
 		"commands", "pipes", "pipe_to_interpreter", "decode_to_interpreter", "substitutions",
 		"process_substitution", "eval", "background", "recursive_functions", "normalized",
@@ -68,7 +68,7 @@ func boolean(b bool) *ast.Term { return ast.InternedTerm(b) }
 func (in *Input) value() ast.Value {
 	kv := []any{
 		"action", str(in.Action), "text", str(in.Text), "program", str(in.Program),
-		"secret", boolean(in.Secret), "program_listed", set(in.ProgramListed),
+		"secret", boolean(in.Secret), "program_listed", set(in.ProgramListed), "text_listed", set(in.TextListed),
 		"client", obj("name", str(in.Client.Name), "version", str(in.Client.Version)),
 	}
 	if in.Shell != nil {
