@@ -168,13 +168,18 @@ func (b *Bundle) index(sh *Shell) {
 
 // derive fills what the engine derives for every decision, whatever the
 // caller sent: input.program_listed, input.text_listed and the shell's
-// index.
-func (b *Bundle) derive(in *Input) {
+// index. The shell is indexed in a copy unless ownShell says the engine
+// parsed it for this decision.
+func (b *Bundle) derive(in *Input, ownShell bool) {
 	in.ProgramListed = map[string]bool{}
 	b.lists.mark(in.ProgramListed, in.Program)
 	in.TextListed = map[string]bool{}
 	b.lists.mark(in.TextListed, in.Text)
-	if in.Shell != nil {
+	switch {
+	case in.Shell == nil:
+	case ownShell:
+		b.index(in.Shell)
+	default:
 		// The caller's document stays as it was: index writes into a copy
 		// of the shell and of its commands.
 		sh := *in.Shell
@@ -274,11 +279,12 @@ func (e *Engine) Name() string { return "opa " + e.Bundle().Revision }
 
 // Decide evaluates the decision for in. It never returns an allow on error.
 func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
+	parsed := in.Shell == nil // the shell prepare fills is the engine's own
 	p := e.parsers.Get().(*syntax.Parser)
 	in.prepare(p)
 	e.parsers.Put(p)
 	b := e.Bundle()
-	b.derive(&in)
+	b.derive(&in, parsed)
 	// The evaluation stops when ctx ends or after e.timeout. OPA would
 	// start a goroutine per evaluation to watch ctx; a timer and a context
 	// callback do the same without one (and without waking another core

@@ -457,7 +457,7 @@ func TestInputValueMatchesJSON(t *testing.T) {
 	b0 := defaultEngine(t).Bundle()
 	for _, in := range ins {
 		in.Prepare()
-		b0.derive(&in) // program_listed, names, listed, flags and operands too
+		b0.derive(&in, false) // program_listed, names, listed, flags and operands too
 		b, err := json.Marshal(in)
 		if err != nil {
 			t.Fatal(err)
@@ -559,7 +559,7 @@ func TestDerivedShell(t *testing.T) {
 	}
 	for _, text := range []string{"", "ls", "curl http://METADATA.google.internal/x", "bash", "x 169.254.169.254 fd00:ec2::254"} {
 		in := Input{Action: "input", Program: "bash", Text: text}
-		b.derive(&in)
+		b.derive(&in, false)
 		rs, err := tq.Eval(context.Background(), rego.EvalInput(text))
 		if err != nil || len(rs) != 1 {
 			t.Fatalf("%q: helper: %v %v", text, rs, err)
