@@ -28,7 +28,7 @@ flags_of(a) := {x | some x in split(substring(regex.find_n(`^-[a-zA-Z0-9]+`, a, 
 sh(cmds) := {
 	"commands": cmds, "pipes": false, "pipe_to_interpreter": false, "decode_to_interpreter": false,
 	"substitutions": false, "process_substitution": false, "eval": false, "background": false,
-	"recursive_functions": [], "normalized": false, "parse_error": "", "incomplete": false, "embedded": false,
+	"recursive_functions": [], "normalized": false, "incomplete": false, "embedded": false,
 	"names": {x.name: true | some x in cmds},
 	"listed": {k: true | some k, l in data.termgate.lists; some x in cmds; holds(k, l, x.name)},
 	"words_listed": {k: true | some k, l in data.termgate.lists; some x in cmds; some w in words(x); holds(k, l, w)},

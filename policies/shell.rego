@@ -8,6 +8,7 @@ finding contains {
 	"severity": "medium",
 	"reason": sprintf("the line does not parse as shell (%s): it cannot be judged reliably", [input.shell.parse_error]),
 } if {
+	input.shell.parse_error # absent when the line parses: a guard for OPA's index
 	input.shell.parse_error != ""
 	not input.shell.embedded
 }

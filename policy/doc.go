@@ -18,7 +18,7 @@
 //	              "pipes": false, "pipe_to_interpreter": false, "decode_to_interpreter": false,
 //	              "substitutions": false, "process_substitution": false, "eval": false,
 //	              "background": false, "recursive_functions": [], "normalized": false,
-//	              "parse_error": "", "incomplete": false, "embedded": false,
+//	              "parse_error": "…" (only when the line does not parse), "incomplete": false, "embedded": false,
 //	              "names": {"rm": true}, "listed": {"delete_commands": true},
 //	              "words_listed": {"write_redirects": true}, "dynamic": false},
 //	  "secret":  false,                        // typed with echo off: text is withheld
@@ -55,8 +55,7 @@
 // input.shell.words_listed.<list>, or a flag
 // compared with true (input.shell.pipe_to_interpreter == true: a plain
 // reference to a false flag would not be skipped, as it is defined). A
-// body without one is evaluated for every input; one is left, for a line
-// that does not parse. Rules test c.flags and c.operands rather than
+// body without one is evaluated for every input: there is none left. Rules test c.flags and c.operands rather than
 // parse c.args with regexes. A bundle's own tests must fill all derived
 // fields (the c and sh helpers in helpers_test.rego do; TestDerivedArgs
 // and TestDerivedShell keep them in step).

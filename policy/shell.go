@@ -36,8 +36,9 @@ type Shell struct {
 	// were undone before parsing.
 	Normalized bool `json:"normalized"`
 	// ParseError is set when the line does not parse; Commands then holds
-	// what a plain split of the line found.
-	ParseError string `json:"parse_error"`
+	// what a plain split of the line found. It is absent otherwise, so a
+	// rule guarded by input.shell.parse_error is skipped by OPA's index.
+	ParseError string `json:"parse_error,omitempty"`
 	// Incomplete: the line is the start of a command that continues on the
 	// next line (an open quote, for … without done). The shell runs nothing
 	// yet; the gateway judges it again with its continuation.

@@ -92,14 +92,18 @@ func (sh *Shell) term() *ast.Term {
 		}
 		cmds = ast.ArrayTerm(cs...)
 	}
-	return obj("commands", cmds, "pipes", boolean(sh.Pipes),
+	kv := []any{"commands", cmds, "pipes", boolean(sh.Pipes),
 		"pipe_to_interpreter", boolean(sh.PipeToInterpreter), "decode_to_interpreter", boolean(sh.DecodeToInterpreter),
 		"substitutions", boolean(sh.Substitutions), "process_substitution", boolean(sh.ProcessSubstitution),
 		"eval", boolean(sh.Eval), "background", boolean(sh.Background),
 		"recursive_functions", strs(sh.RecursiveFunctions), "normalized", boolean(sh.Normalized),
-		"parse_error", str(sh.ParseError), "incomplete", boolean(sh.Incomplete), "embedded", boolean(sh.Embedded),
+		"incomplete", boolean(sh.Incomplete), "embedded", boolean(sh.Embedded),
 		"names", set(sh.Names), "listed", set(sh.Listed), "words_listed", set(sh.WordsListed),
-		"dynamic", boolean(sh.Dynamic))
+		"dynamic", boolean(sh.Dynamic)}
+	if sh.ParseError != "" {
+		kv = append(kv, "parse_error", str(sh.ParseError))
+	}
+	return obj(kv...)
 }
 
 // set is an object of name → true; nil is null, as encoding/json has it.
