@@ -173,6 +173,6 @@ finding contains {
 	"severity": "low",
 	"reason": "secret input carries text for the policy",
 } if {
-	input.secret == true
+	input.secret
 	input.text != ""
 }

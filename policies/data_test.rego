@@ -34,7 +34,7 @@ test_repl_shell_out if {
 }
 
 start(argv, cwd, env) := with_text(
-	{"action": "start", "program": argv[0], "program_listed": program_listed(argv[0]), "secret": false, "shell": sh([c(argv[0], array.slice(argv, 1, count(argv)))]), "start": {"argv": argv, "cwd": cwd, "env": env}},
+	{"action": "start", "program": argv[0], "program_listed": program_listed(argv[0]), "shell": sh([c(argv[0], array.slice(argv, 1, count(argv)))]), "start": {"argv": argv, "cwd": cwd, "env": env}},
 	concat(" ", argv),
 )
 

@@ -3,9 +3,10 @@ package termgate_test
 import data.termgate
 
 # c builds one parsed command, as the gateway's shell parser produces it,
-# with the flags and operands the engine derives from its arguments.
+# with the flags and operands the engine derives from its arguments. (A
+# false flag and an empty path are absent, as in the engine's documents.)
 c(name, args) := {
-	"name": name, "path": "", "args": args, "wrappers": [], "dynamic": false, "redirects": [], "assigns": [],
+	"name": name, "args": args, "wrappers": [], "redirects": [], "assigns": [],
 	"flags": {f: true | some a in options(args); some f in flags_of(a)},
 	"operands": array.concat(
 		[a | some a in options(args); not startswith(a, "-")],
@@ -23,17 +24,18 @@ flags_of(a) := {x | some x in split(substring(regex.find_n(`^-[a-zA-Z0-9]+`, a, 
 	regex.match(`^-[a-zA-Z0-9]`, a)
 }
 
-# sh builds a parsed line from commands, every flag off, with what the
-# engine derives from the commands (names, listed, words_listed, dynamic).
-sh(cmds) := {
-	"commands": cmds, "pipes": false, "pipe_to_interpreter": false, "decode_to_interpreter": false,
-	"substitutions": false, "process_substitution": false, "eval": false, "background": false,
-	"recursive_functions": [], "normalized": false, "incomplete": false, "embedded": false,
-	"names": {x.name: true | some x in cmds},
-	"listed": {k: true | some k, l in data.termgate.lists; some x in cmds; holds(k, l, x.name)},
-	"words_listed": {k: true | some k, l in data.termgate.lists; some x in cmds; some w in words(x); holds(k, l, w)},
-	"dynamic": count([x | some x in cmds; x.dynamic]) > 0,
-}
+# sh builds a parsed line from commands, every flag off (absent), with what
+# the engine derives from the commands (names, listed, words_listed, and
+# dynamic when a command is).
+sh(cmds) := object.union(
+	{
+		"commands": cmds, "recursive_functions": [],
+		"names": {x.name: true | some x in cmds},
+		"listed": {k: true | some k, l in data.termgate.lists; some x in cmds; holds(k, l, x.name)},
+		"words_listed": {k: true | some k, l in data.termgate.lists; some x in cmds; some w in words(x); holds(k, l, w)},
+	},
+	{"dynamic": true | some x in cmds; x.dynamic},
+)
 
 # words are a command's arguments, redirections' operators and targets,
 # and assigned names.
@@ -68,11 +70,11 @@ with_text(doc, text) := object.union(doc, {"text": text, "text_listed": text_lis
 # program_listed: the lists that hold the program, as the engine derives them.
 program_listed(program) := {k: true | some k, l in data.termgate.lists; holds(k, l, program)}
 
-bash(cmds) := {"action": "input", "program": "bash", "program_listed": program_listed("bash"), "text": "", "text_listed": {}, "secret": false, "shell": sh(cmds)}
+bash(cmds) := {"action": "input", "program": "bash", "program_listed": program_listed("bash"), "text": "", "text_listed": {}, "shell": sh(cmds)}
 
 bash_flags(cmds, flags) := object.union(bash(cmds), {"shell": object.union(sh(cmds), flags)})
 
-typed(program, text) := {"action": "input", "program": program, "program_listed": program_listed(program), "text": text, "text_listed": text_listed(text), "secret": false}
+typed(program, text) := {"action": "input", "program": program, "program_listed": program_listed(program), "text": text, "text_listed": text_listed(text)}
 
 redir(cmd, op, target) := object.union(cmd, {"redirects": [{"op": op, "target": target}]})
 

@@ -19,7 +19,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("the command name %q is computed at run time", [c.name]),
 } if {
-	input.shell.dynamic == true
+	input.shell.dynamic
 	some c in input.shell.commands
 	c.dynamic
 	contains(c.name, "$")
@@ -224,7 +224,7 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("the function %q calls itself: a fork bomb", [input.shell.recursive_functions[0]]),
 } if {
-	input.shell.background == true
+	input.shell.background
 	count(input.shell.recursive_functions) > 0
 }
 
@@ -307,7 +307,7 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("output of %s is piped into an interpreter", [c.name]),
 } if {
-	input.shell.pipe_to_interpreter == true
+	input.shell.pipe_to_interpreter
 	some c in input.shell.commands
 	c.name in cfg.fetchers
 }
@@ -341,7 +341,7 @@ finding contains {
 	"severity": "critical",
 	"reason": "a decoded payload is piped into an interpreter",
 } if {
-	input.shell.decode_to_interpreter == true
+	input.shell.decode_to_interpreter
 }
 
 finding contains {
@@ -350,7 +350,7 @@ finding contains {
 	"severity": "high",
 	"reason": "output is piped into a shell or interpreter",
 } if {
-	input.shell.pipe_to_interpreter == true
+	input.shell.pipe_to_interpreter
 	not input.shell.decode_to_interpreter
 }
 

@@ -12,20 +12,25 @@
 //	  "program": "bash",                       // the terminal's foreground program
 //	  "program_listed": {"interpreters": true}, // the lists that hold the program
 //	  "text_listed": {"metadata_substrings": true}, // the lists that hold the text
-//	  "shell":   {"commands": [{"name": "rm", "args": ["-rf", "/"], "path": "", "wrappers": ["sudo"],
-//	               "dynamic": false, "redirects": [{"op": ">", "target": "/etc/x"}], "assigns": [],
+//	  "shell":   {"commands": [{"name": "rm", "args": ["-rf", "/"], "path": "/bin/rm", "wrappers": ["sudo"],
+//	               "dynamic": true, "redirects": [{"op": ">", "target": "/etc/x"}], "assigns": [],
 //	               "flags": {"r": true, "f": true}, "operands": ["/"]}],
-//	              "pipes": false, "pipe_to_interpreter": false, "decode_to_interpreter": false,
-//	              "substitutions": false, "process_substitution": false, "eval": false,
-//	              "background": false, "recursive_functions": [], "normalized": false,
-//	              "parse_error": "…" (only when the line does not parse), "incomplete": false, "embedded": false,
+//	              "pipes": true, "pipe_to_interpreter": true, "decode_to_interpreter": true,
+//	              "substitutions": true, "process_substitution": true, "eval": true,
+//	              "background": true, "recursive_functions": [], "normalized": true,
+//	              "parse_error": "…", "incomplete": true, "embedded": true,
 //	              "names": {"rm": true}, "listed": {"delete_commands": true},
-//	              "words_listed": {"write_redirects": true}, "dynamic": false},
-//	  "secret":  false,                        // typed with echo off: text is withheld
+//	              "words_listed": {"write_redirects": true}, "dynamic": true},
+//	  "secret":  true,                         // typed with echo off: text is withheld
 //	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
 //	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},
 //	  "client":  {"name": "…", "version": "…"}
 //	}
+//
+// A flag (every boolean above) is present only when true, a command's path
+// only when it was written with a slash, parse_error only when the line
+// does not parse: absent reads as false in Rego, the document stays small,
+// and a rule guarded by a flag is skipped by OPA's index when it is off.
 //
 // shell is filled when the program is a shell (the line parsed with
 // mvdan.cc/sh: quotes removed, wrappers such as sudo, env, xargs, find -exec
@@ -48,17 +53,15 @@
 // value) and operands (the other arguments, all of them after "--") are
 // derived by the engine on every decision, whatever the caller sent.
 //
-// A decision's cost is mostly the rule bodies OPA evaluates, so almost every
-// rule body of the default bundle starts with a guard OPA's rule index can
-// use: input.program_listed.<list>, input.text_listed.<list>,
+// A decision's cost is mostly the rule bodies OPA evaluates, so every rule
+// body of the default bundle starts with a guard OPA's rule index can use:
+// input.program_listed.<list>, input.text_listed.<list>,
 // input.shell.names.<cmd>, input.shell.listed.<list>,
-// input.shell.words_listed.<list>, or a flag
-// compared with true (input.shell.pipe_to_interpreter == true: a plain
-// reference to a false flag would not be skipped, as it is defined). A
-// body without one is evaluated for every input: there is none left. Rules test c.flags and c.operands rather than
-// parse c.args with regexes. A bundle's own tests must fill all derived
-// fields (the c and sh helpers in helpers_test.rego do; TestDerivedArgs
-// and TestDerivedShell keep them in step).
+// input.shell.words_listed.<list>, or a flag (input.shell.pipes). Rules
+// test c.flags and c.operands rather than parse c.args with regexes. A
+// bundle's own tests must fill all derived fields (the c and sh helpers in
+// helpers_test.rego do; TestDerivedArgs and TestDerivedShell keep them in
+// step).
 //
 // The decision is an object:
 //

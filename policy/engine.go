@@ -44,7 +44,7 @@ type Input struct {
 	// text contains is skipped for every text that contains none.
 	TextListed map[string]bool `json:"text_listed"`
 	Shell      *Shell          `json:"shell,omitempty"`
-	Secret     bool            `json:"secret"`
+	Secret     bool            `json:"secret,omitempty"`
 	Session    *Session        `json:"session,omitempty"`
 	Start      *Start          `json:"start,omitempty"`
 	Client     Client          `json:"client"`

@@ -545,7 +545,7 @@ func TestDerivedShell(t *testing.T) {
 			t.Fatalf("%q: helper: %v %v", line, rs, err)
 		}
 		got := rs[0].Expressions[0].Value.(map[string]any)
-		h, _ := json.Marshal(map[string]any{"names": got["names"], "listed": got["listed"], "words_listed": got["words_listed"], "dynamic": got["dynamic"]})
+		h, _ := json.Marshal(map[string]any{"names": got["names"], "listed": got["listed"], "words_listed": got["words_listed"], "dynamic": got["dynamic"] == true})
 		e, _ := json.Marshal(map[string]any{"names": sh.Names, "listed": sh.Listed, "words_listed": sh.WordsListed, "dynamic": sh.Dynamic})
 		if !bytes.Equal(h, e) {
 			t.Errorf("%q:\nhelper %s\nengine %s", line, h, e)

@@ -11,30 +11,33 @@ import (
 
 // Shell is what the policy sees of a shell line: every simple command it
 // would run, with its real name and its arguments after quote removal, and
-// flags for constructs that hide what runs.
+// flags for constructs that hide what runs. A flag is present in the input
+// document only when true (absent reads as false in Rego), which keeps the
+// document small and lets a rule guarded by a flag be skipped by OPA's
+// index.
 type Shell struct {
 	Commands []Command `json:"commands"`
 	// Pipes: the line has a pipeline.
-	Pipes bool `json:"pipes"`
+	Pipes bool `json:"pipes,omitempty"`
 	// PipeToInterpreter: a pipeline feeds a shell or an interpreter
 	// (curl … | sh, … | python).
-	PipeToInterpreter bool `json:"pipe_to_interpreter"`
+	PipeToInterpreter bool `json:"pipe_to_interpreter,omitempty"`
 	// DecodeToInterpreter: a pipeline decodes a payload (base64 -d, xxd -r,
 	// openssl … -d) and feeds it to an interpreter.
-	DecodeToInterpreter bool `json:"decode_to_interpreter"`
+	DecodeToInterpreter bool `json:"decode_to_interpreter,omitempty"`
 	// Substitutions: command or process substitution ($(…), `…`, <(…)).
-	Substitutions bool `json:"substitutions"`
+	Substitutions bool `json:"substitutions,omitempty"`
 	// ProcessSubstitution: <(…) or >(…).
-	ProcessSubstitution bool `json:"process_substitution"`
+	ProcessSubstitution bool `json:"process_substitution,omitempty"`
 	// Eval: eval, or a shell's -c with a string, ran code built at run time.
-	Eval bool `json:"eval"`
+	Eval bool `json:"eval,omitempty"`
 	// Background: a command is sent to the background (&).
-	Background bool `json:"background"`
+	Background bool `json:"background,omitempty"`
 	// RecursiveFunctions: functions that call themselves (fork bombs).
 	RecursiveFunctions []string `json:"recursive_functions"`
 	// Normalized: the line held fullwidth, zero-width or $IFS tricks that
 	// were undone before parsing.
-	Normalized bool `json:"normalized"`
+	Normalized bool `json:"normalized,omitempty"`
 	// ParseError is set when the line does not parse; Commands then holds
 	// what a plain split of the line found. It is absent otherwise, so a
 	// rule guarded by input.shell.parse_error is skipped by OPA's index.
@@ -42,10 +45,10 @@ type Shell struct {
 	// Incomplete: the line is the start of a command that continues on the
 	// next line (an open quote, for … without done). The shell runs nothing
 	// yet; the gateway judges it again with its continuation.
-	Incomplete bool `json:"incomplete"`
+	Incomplete bool `json:"incomplete,omitempty"`
 	// Embedded: the commands came from a string a REPL would pass to a
 	// shell (os.system, subprocess, child_process).
-	Embedded bool `json:"embedded"`
+	Embedded bool `json:"embedded,omitempty"`
 	// Names are the commands' names, as a set: a rule body that starts
 	// with input.shell.names.rm is skipped by OPA's rule index for any line
 	// that runs no rm. Derived from Commands on every decision.
@@ -62,18 +65,18 @@ type Shell struct {
 	WordsListed map[string]bool `json:"words_listed"`
 	// Dynamic: some command's name or argument is computed at run time
 	// (one of Commands is Dynamic). Derived like Names.
-	Dynamic bool `json:"dynamic"`
+	Dynamic bool `json:"dynamic,omitempty"`
 }
 
 // Command is one simple command.
 type Command struct {
-	Name      string     `json:"name"`      // base name: /bin/rm → rm
-	Path      string     `json:"path"`      // as written, when it held a slash
-	Args      []string   `json:"args"`      // after quote removal
-	Wrappers  []string   `json:"wrappers"`  // sudo, env, xargs, find -exec … that ran it
-	Dynamic   bool       `json:"dynamic"`   // the name or an argument is computed at run time
-	Redirects []Redirect `json:"redirects"` // where its output goes
-	Assigns   []string   `json:"assigns"`   // VAR=value prefixes, names only
+	Name      string     `json:"name"`              // base name: /bin/rm → rm
+	Path      string     `json:"path,omitempty"`    // as written, when it held a slash
+	Args      []string   `json:"args"`              // after quote removal
+	Wrappers  []string   `json:"wrappers"`          // sudo, env, xargs, find -exec … that ran it
+	Dynamic   bool       `json:"dynamic,omitempty"` // the name or an argument is computed at run time
+	Redirects []Redirect `json:"redirects"`         // where its output goes
+	Assigns   []string   `json:"assigns"`           // VAR=value prefixes, names only
 	// Flags and Operands are derived from Args by the engine on every
 	// decision, whatever the caller sent: the option letters of each
 	// cluster (-rf → r, f), long options without their value

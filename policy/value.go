@@ -49,7 +49,9 @@ func strs(ss []string) *ast.Term {
 	return ast.ArrayTerm(ts...)
 }
 
-// obj builds an object from key, value pairs; every key is one of keys.
+// obj builds an object from key, value pairs; every key is one of keys. A
+// false value is left out, as encoding/json leaves out the document's
+// booleans (omitempty).
 func obj(kv ...any) *ast.Term {
 	items := make([][2]*ast.Term, 0, len(kv)/2)
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -57,7 +59,11 @@ func obj(kv ...any) *ast.Term {
 		if k == nil {
 			panic("policy: input key " + kv[i].(string) + " is missing from keys")
 		}
-		items = append(items, [2]*ast.Term{k, kv[i+1].(*ast.Term)})
+		v := kv[i+1].(*ast.Term)
+		if v == ast.InternedBooleanFalse {
+			continue
+		}
+		items = append(items, [2]*ast.Term{k, v})
 	}
 	return ast.ObjectTerm(items...)
 }
@@ -130,7 +136,11 @@ func (c Command) term() *ast.Term {
 		}
 		reds = ast.ArrayTerm(rs...)
 	}
-	return obj("name", str(c.Name), "path", str(c.Path), "args", strs(c.Args), "wrappers", strs(c.Wrappers),
+	kv := []any{"name", str(c.Name), "args", strs(c.Args), "wrappers", strs(c.Wrappers),
 		"dynamic", boolean(c.Dynamic), "redirects", reds, "assigns", strs(c.Assigns),
-		"flags", set(c.Flags), "operands", strs(c.Operands))
+		"flags", set(c.Flags), "operands", strs(c.Operands)}
+	if c.Path != "" {
+		kv = append(kv, "path", str(c.Path))
+	}
+	return obj(kv...)
 }
