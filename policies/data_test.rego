@@ -105,3 +105,16 @@ test_metadata_endpoints if {
 	}
 	allowed(typed("python3", "print('169.254.169.25')"))
 }
+
+# A finding with an unknown action or severity decides nothing: alone, the
+# decision is undefined (the engine denies); beside a valid one, the valid
+# one decides.
+test_a_finding_off_the_scale_decides_nothing if {
+	huge := {"rule": "x", "action": "confirm", "severity": "huge", "reason": "r"}
+	maybe := {"rule": "x", "action": "maybe", "severity": "high", "reason": "r"}
+	low := {"rule": "y", "action": "deny", "severity": "low", "reason": "r"}
+	not data.termgate.decision with data.termgate.finding as {huge} with input as bash([])
+	not data.termgate.decision with data.termgate.finding as {maybe} with input as bash([])
+	d := data.termgate.decision with data.termgate.finding as {huge, low} with input as bash([])
+	d.rule == "y"
+}

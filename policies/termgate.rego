@@ -19,8 +19,9 @@ ranked := sort([[
 	some f in finding
 ])
 
-# No finding allows; otherwise the first ranked finding decides. (The
-# else spares the ranking for the common case, an input that is allowed.)
+# No finding allows; one finding decides; of more, the first ranked does.
+# (The else chain spares the ranking for the common cases. A finding with
+# an unknown action or severity decides nothing, alone or ranked.)
 decision := {
 	"action": "allow",
 	"rule": "allow.default",
@@ -29,6 +30,11 @@ decision := {
 	"profile": profile,
 } if {
 	count(finding) == 0
+} else := object.union(f, {"profile": profile}) if {
+	count(finding) == 1
+	some f in finding
+	f.action in {"confirm", "deny"}
+	f.severity in {"low", "medium", "high", "critical"}
 } else := object.union(ranked[0][2], {"profile": profile})
 
 cfg := data.termgate.lists
