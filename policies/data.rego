@@ -2,11 +2,11 @@ package termgate
 
 # ---- SQL, typed into a database shell or passed with -c / -e ----
 
-sql_text := input.text if input.program_listed.sql_programs
+sql_text := input.text if "sql_programs" in input.program_listed
 
 sql_text := concat(" ", c.args) if {
-	input.shell.listed.sql_programs
-	not input.program_listed.sql_programs
+	"sql_programs" in input.shell.listed
+	not "sql_programs" in input.program_listed
 	some c in input.shell.commands
 	c.name in cfg.sql_programs
 }
@@ -15,12 +15,12 @@ sql_text := concat(" ", c.args) if {
 # database shell or a line that runs one: OPA's rule index skips both
 # bodies for any other input, and the SQL rules are never evaluated.
 finding contains f if {
-	input.program_listed.sql_programs
+	"sql_programs" in input.program_listed
 	some f in sql_finding
 }
 
 finding contains f if {
-	input.shell.listed.sql_programs
+	"sql_programs" in input.shell.listed
 	some f in sql_finding
 }
 
@@ -77,20 +77,20 @@ sql_finding contains {
 # ---- redis ----
 
 finding contains f if {
-	input.program_listed.redis_programs
+	"redis_programs" in input.program_listed
 	some f in redis_finding
 }
 
 finding contains f if {
-	input.shell.listed.redis_programs
+	"redis_programs" in input.shell.listed
 	some f in redis_finding
 }
 
-redis_text := upper(input.text) if input.program_listed.redis_programs
+redis_text := upper(input.text) if "redis_programs" in input.program_listed
 
 redis_text := upper(concat(" ", c.args)) if {
-	input.shell.listed.redis_programs
-	not input.program_listed.redis_programs
+	"redis_programs" in input.shell.listed
+	not "redis_programs" in input.program_listed
 	some c in input.shell.commands
 	c.name in cfg.redis_programs
 }
@@ -121,7 +121,7 @@ finding contains {
 	"severity": "high",
 	"reason": "drops a database or collection, or deletes every document",
 } if {
-	input.program_listed.mongo_programs
+	"mongo_programs" in input.program_listed
 	regex.match(`\.(dropDatabase|drop)\s*\(|\.(deleteMany|remove)\s*\(\s*\{\s*\}\s*\)`, input.text)
 }
 
@@ -137,7 +137,7 @@ finding contains {
 	"severity": "medium",
 	"reason": "code runs a shell command built at run time",
 } if {
-	input.program_listed.repl_programs
+	"repl_programs" in input.program_listed
 	regex.match(`\b(os\.system|os\.popen|subprocess\.\w+|execSync|child_process)\s*\(\s*[A-Za-z_f]`, input.text)
 	not input.shell.embedded
 }

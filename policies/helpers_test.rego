@@ -7,7 +7,7 @@ import data.termgate
 # false flag and an empty path are absent, as in the engine's documents.)
 c(name, args) := {
 	"name": name, "args": args, "wrappers": [], "redirects": [], "assigns": [],
-	"flags": {f: true | some a in options(args); some f in flags_of(a)},
+	"flags": sort({f | some a in options(args); some f in flags_of(a)}),
 	"operands": array.concat(
 		[a | some a in options(args); not startswith(a, "-")],
 		array.slice(args, count(options(args)) + 1, count(args)),
@@ -30,9 +30,9 @@ flags_of(a) := {x | some x in split(substring(regex.find_n(`^-[a-zA-Z0-9]+`, a, 
 sh(cmds) := object.union(
 	{
 		"commands": cmds, "recursive_functions": [],
-		"names": {x.name: true | some x in cmds},
-		"listed": {k: true | some k, l in data.termgate.lists; some x in cmds; holds(k, l, x.name)},
-		"words_listed": {k: true | some k, l in data.termgate.lists; some x in cmds; some w in words(x); holds(k, l, w)},
+		"names": sort({x.name | some x in cmds}),
+		"listed": sort({k | some k, l in data.termgate.lists; some x in cmds; holds(k, l, x.name)}),
+		"words_listed": sort({k | some k, l in data.termgate.lists; some x in cmds; some w in words(x); holds(k, l, w)}),
 	},
 	{"dynamic": true | some x in cmds; x.dynamic},
 )
@@ -62,15 +62,15 @@ holds(k, l, s) if {
 }
 
 # text_listed: the lists that hold the text, as the engine derives them.
-text_listed(text) := {k: true | some k, l in data.termgate.lists; holds(k, l, text)}
+text_listed(text) := sort({k | some k, l in data.termgate.lists; holds(k, l, text)})
 
 # with_text gives a document its text, and what the engine derives from it.
 with_text(doc, text) := object.union(doc, {"text": text, "text_listed": text_listed(text)})
 
 # program_listed: the lists that hold the program, as the engine derives them.
-program_listed(program) := {k: true | some k, l in data.termgate.lists; holds(k, l, program)}
+program_listed(program) := sort({k | some k, l in data.termgate.lists; holds(k, l, program)})
 
-bash(cmds) := {"action": "input", "program": "bash", "program_listed": program_listed("bash"), "text": "", "text_listed": {}, "shell": sh(cmds)}
+bash(cmds) := {"action": "input", "program": "bash", "program_listed": program_listed("bash"), "text": "", "text_listed": [], "shell": sh(cmds)}
 
 bash_flags(cmds, flags) := object.union(bash(cmds), {"shell": object.union(sh(cmds), flags)})
 

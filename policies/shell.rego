@@ -33,7 +33,7 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("recursive delete of %s", [p]),
 } if {
-	input.shell.listed.delete_commands
+	"delete_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.delete_commands
 	recursive_rm(c)
@@ -47,7 +47,7 @@ finding contains {
 	"severity": "critical",
 	"reason": "rm --no-preserve-root",
 } if {
-	input.shell.names.rm
+	"rm" in input.shell.names
 	some c in input.shell.commands
 	c.name == "rm"
 	"--no-preserve-root" in c.args
@@ -59,7 +59,7 @@ finding contains {
 	"severity": "medium",
 	"reason": sprintf("recursive delete of %s, outside the working directory", [p]),
 } if {
-	input.shell.names.rm
+	"rm" in input.shell.names
 	some c in input.shell.commands
 	c.name == "rm"
 	recursive_rm(c)
@@ -68,11 +68,11 @@ finding contains {
 	outside_cwd(p)
 }
 
-recursive_rm(c) if c.flags.r
+recursive_rm(c) if "r" in c.flags
 
-recursive_rm(c) if c.flags.R
+recursive_rm(c) if "R" in c.flags
 
-recursive_rm(c) if c.flags["--recursive"]
+recursive_rm(c) if "--recursive" in c.flags
 
 outside_cwd(p) if startswith(p, "/")
 
@@ -88,7 +88,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("find -delete under %s", [p]),
 } if {
-	input.shell.names.find
+	"find" in input.shell.names
 	some c in input.shell.commands
 	c.name == "find"
 	"-delete" in c.args
@@ -104,7 +104,7 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("%s changes disks or filesystems", [c.name]),
 } if {
-	input.shell.listed.disk_commands
+	"disk_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.disk_commands
 }
@@ -115,7 +115,7 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("%s changes disks or filesystems", [c.name]),
 } if {
-	input.shell.listed.disk_command_prefixes
+	"disk_command_prefixes" in input.shell.listed
 	some c in input.shell.commands
 	strings.any_prefix_match(c.name, cfg.disk_command_prefixes)
 }
@@ -136,7 +136,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s changes what is mounted", [c.name]),
 } if {
-	input.shell.listed.mount_commands
+	"mount_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.mount_commands
 	count(c.args) > 0
@@ -150,7 +150,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s stops or restarts the machine", [c.name]),
 } if {
-	input.shell.listed.power_commands
+	"power_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.power_commands
 }
@@ -161,7 +161,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s %s stops or restarts the machine", [c.name, c.args[0]]),
 } if {
-	input.shell.listed.init_commands
+	"init_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.init_commands
 	c.args[0] in {"0", "6", "1", "s", "S"}
@@ -173,7 +173,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("systemctl %s stops or restarts the machine", [c.args[0]]),
 } if {
-	input.shell.names.systemctl
+	"systemctl" in input.shell.names
 	some c in input.shell.commands
 	c.name == "systemctl"
 	c.args[0] in {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "emergency", "rescue"}
@@ -185,7 +185,7 @@ finding contains {
 	"severity": "medium",
 	"reason": sprintf("systemctl %s changes a service", [verb]),
 } if {
-	input.shell.listed.service_commands
+	"service_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.service_commands
 	some verb in c.args
@@ -198,7 +198,7 @@ finding contains {
 	"severity": "high",
 	"reason": "kill of every process (-1) or of init",
 } if {
-	input.shell.names.kill
+	"kill" in input.shell.names
 	some c in input.shell.commands
 	c.name == "kill"
 	some a in operands_or_negative(c)
@@ -213,7 +213,7 @@ finding contains {
 	"severity": "medium",
 	"reason": sprintf("%s kills processes by name", [c.name]),
 } if {
-	input.shell.listed.kill_by_name_commands
+	"kill_by_name_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.kill_by_name_commands
 }
@@ -234,7 +234,7 @@ finding contains {
 	"severity": "medium",
 	"reason": "crontab -r deletes every scheduled job",
 } if {
-	input.shell.names.crontab
+	"crontab" in input.shell.names
 	some c in input.shell.commands
 	c.name == "crontab"
 	has_flag(c, "r", "--remove")
@@ -248,7 +248,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s runs a command with other privileges", [c.name]),
 } if {
-	input.shell.listed.privilege_commands
+	"privilege_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.privilege_commands
 }
@@ -259,7 +259,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s changes accounts, passwords or capabilities", [c.name]),
 } if {
-	input.shell.listed.account_commands
+	"account_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.account_commands
 }
@@ -272,7 +272,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("chmod %s makes files writable by everyone", [mode]),
 } if {
-	input.shell.names.chmod
+	"chmod" in input.shell.names
 	some c in input.shell.commands
 	c.name == "chmod"
 	some mode in c.args
@@ -291,7 +291,7 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("%s -R on %s", [c.name, p]),
 } if {
-	input.shell.listed.permission_commands
+	"permission_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.permission_commands
 	has_flag(c, "R", "--recursive")
@@ -318,7 +318,7 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("%s output runs as code (process substitution or eval)", [c.name]),
 } if {
-	input.shell.listed.fetchers
+	"fetchers" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.fetchers
 	some i in input.shell.commands
@@ -372,7 +372,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("reads %s", [a]),
 } if {
-	input.shell.words_listed.sensitive_read_paths
+	"sensitive_read_paths" in input.shell.words_listed
 	some c in input.shell.commands
 	some a in c.args
 	a in cfg.sensitive_read_paths
@@ -384,7 +384,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("reads %s", [r.target]),
 } if {
-	input.shell.words_listed.sensitive_read_paths
+	"sensitive_read_paths" in input.shell.words_listed
 	some c in input.shell.commands
 	some r in c.redirects
 	r.target in cfg.sensitive_read_paths
@@ -398,7 +398,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s flushes or disables the firewall", [c.name]),
 } if {
-	input.shell.listed.firewall_commands
+	"firewall_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.firewall_commands
 	firewall_off(c)
@@ -430,7 +430,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("reaches the cloud metadata endpoint %s", [e]),
 } if {
-	input.text_listed.metadata_substrings
+	"metadata_substrings" in input.text_listed
 	some e in cfg.metadata_substrings
 	contains(lower(input.text), e)
 }
@@ -443,7 +443,7 @@ finding contains {
 	"severity": "medium",
 	"reason": sprintf("git %s discards work", [concat(" ", c.args)]),
 } if {
-	input.shell.names.git
+	"git" in input.shell.names
 	some c in input.shell.commands
 	c.name == "git"
 	git_destructive(c)
@@ -488,7 +488,7 @@ finding contains {
 	"severity": "high",
 	"reason": "git options that run arbitrary programs",
 } if {
-	input.shell.names.git
+	"git" in input.shell.names
 	some c in input.shell.commands
 	c.name == "git"
 	some a in c.args
@@ -511,7 +511,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s %s reaches the container host", [c.name, a]),
 } if {
-	input.shell.listed.container_engines
+	"container_engines" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.container_engines
 	some a in c.args
@@ -530,7 +530,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s enters another namespace or root", [c.name]),
 } if {
-	input.shell.listed.namespace_commands
+	"namespace_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.namespace_commands
 }
@@ -541,7 +541,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("%s points the container engine at another host", [a]),
 } if {
-	input.shell.words_listed.container_host_env
+	"container_host_env" in input.shell.words_listed
 	some c in input.shell.commands
 	some a in c.assigns
 	a in cfg.container_host_env
@@ -555,7 +555,7 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("%s targets the gateway", [c.name]),
 } if {
-	input.shell.listed.signal_commands
+	"signal_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.signal_commands
 	some a in c.args
@@ -575,7 +575,7 @@ finding contains {
 	"severity": "critical",
 	"reason": sprintf("%s is the operator's setting", [a]),
 } if {
-	input.shell.words_listed.gateway_env_prefixes
+	"gateway_env_prefixes" in input.shell.words_listed
 	some c in input.shell.commands
 	some a in c.assigns
 	strings.any_prefix_match(a, cfg.gateway_env_prefixes)
@@ -587,7 +587,7 @@ finding contains {
 	"severity": "high",
 	"reason": "recursive delete of paths read at run time (xargs)",
 } if {
-	input.shell.names.rm
+	"rm" in input.shell.names
 	some c in input.shell.commands
 	c.name == "rm"
 	recursive_rm(c)

@@ -55,9 +55,9 @@ profile := "network" if {
 
 # has_flag: a short flag (alone or inside a cluster such as -rf) or the
 # long one. The gateway derives c.flags and c.operands from c.args.
-has_flag(c, short, _) if c.flags[short]
+has_flag(c, short, _) if short in c.flags
 
-has_flag(c, _, long) if c.flags[long]
+has_flag(c, _, long) if long in c.flags
 
 # clean strips trailing slashes and dots that leave a path the same place.
 clean(p) := "/" if regex.match(`^/[/.]*$`, p)
@@ -100,51 +100,51 @@ write_targets := {t | some t in write_target}
 # them all for a line that writes nothing. A new write_target body needs
 # its guard here too (test_every_write_source_is_judged).
 finding contains f if {
-	input.shell.words_listed.write_redirects
+	"write_redirects" in input.shell.words_listed
 	some f in write_finding
 }
 
 finding contains f if {
-	input.shell.names.tee
+	"tee" in input.shell.names
 	some f in write_finding
 }
 
 finding contains f if {
-	input.shell.listed.copy_commands
+	"copy_commands" in input.shell.listed
 	some f in write_finding
 }
 
 finding contains f if {
-	input.shell.listed.file_commands
+	"file_commands" in input.shell.listed
 	some f in write_finding
 }
 
 finding contains f if {
-	input.shell.listed.in_place_editors
+	"in_place_editors" in input.shell.listed
 	some f in write_finding
 }
 
 finding contains f if {
-	input.shell.names.dd
+	"dd" in input.shell.names
 	some f in write_finding
 }
 
 write_target contains r.target if {
-	input.shell.words_listed.write_redirects
+	"write_redirects" in input.shell.words_listed
 	some c in input.shell.commands
 	some r in c.redirects
 	r.op in cfg.write_redirects
 }
 
 write_target contains t if {
-	input.shell.names.tee
+	"tee" in input.shell.names
 	some c in input.shell.commands
 	c.name == "tee"
 	some t in c.operands
 }
 
 write_target contains t if {
-	input.shell.listed.copy_commands
+	"copy_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.copy_commands
 	ops := c.operands
@@ -153,14 +153,14 @@ write_target contains t if {
 }
 
 write_target contains t if {
-	input.shell.listed.file_commands
+	"file_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.file_commands
 	some t in c.operands
 }
 
 write_target contains t if {
-	input.shell.listed.in_place_editors
+	"in_place_editors" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.in_place_editors
 	has_flag(c, "i", "--in-place")
@@ -173,7 +173,7 @@ in_place_files(c) := c.operands if has_flag(c, "e", "--expression")
 in_place_files(c) := array.slice(c.operands, 1, count(c.operands)) if not has_flag(c, "e", "--expression")
 
 write_target contains t if {
-	input.shell.names.dd
+	"dd" in input.shell.names
 	some c in input.shell.commands
 	c.name == "dd"
 	some a in c.args

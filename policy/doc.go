@@ -10,17 +10,17 @@
 //	  "action":  "start | input | keys | exec",
 //	  "text":    "the line that will run",
 //	  "program": "bash",                       // the terminal's foreground program
-//	  "program_listed": {"interpreters": true}, // the lists that hold the program
-//	  "text_listed": {"metadata_substrings": true}, // the lists that hold the text
+//	  "program_listed": ["interpreters"],      // the lists that hold the program
+//	  "text_listed": ["metadata_substrings"],  // the lists that hold the text
 //	  "shell":   {"commands": [{"name": "rm", "args": ["-rf", "/"], "path": "/bin/rm", "wrappers": ["sudo"],
 //	               "dynamic": true, "redirects": [{"op": ">", "target": "/etc/x"}], "assigns": [],
-//	               "flags": {"r": true, "f": true}, "operands": ["/"]}],
+//	               "flags": ["f", "r"], "operands": ["/"]}],
 //	              "pipes": true, "pipe_to_interpreter": true, "decode_to_interpreter": true,
 //	              "substitutions": true, "process_substitution": true, "eval": true,
 //	              "background": true, "recursive_functions": [], "normalized": true,
 //	              "parse_error": "…", "incomplete": true, "embedded": true,
-//	              "names": {"rm": true}, "listed": {"delete_commands": true},
-//	              "words_listed": {"write_redirects": true}, "dynamic": true},
+//	              "names": ["rm"], "listed": ["delete_commands"],
+//	              "words_listed": ["write_redirects"], "dynamic": true},
 //	  "secret":  true,                         // typed with echo off: text is withheld
 //	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
 //	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},
@@ -44,7 +44,7 @@
 //
 // program_listed (the lists of data.termgate.lists that hold the program),
 // text_listed (the lists that hold the text),
-// shell.names (the commands' names as a set), shell.listed (the lists of
+// shell.names (the commands' names), shell.listed (the lists of
 // data.termgate.lists that hold one of those names), shell.words_listed
 // (the lists that hold one of the commands' other words: an argument, a
 // redirection's operator or target, an assigned variable's name),
@@ -55,13 +55,16 @@
 //
 // A decision's cost is mostly the rule bodies OPA evaluates, so every rule
 // body of the default bundle starts with a guard OPA's rule index can use:
-// input.program_listed.<list>, input.text_listed.<list>,
-// input.shell.names.<cmd>, input.shell.listed.<list>,
-// input.shell.words_listed.<list>, or a flag (input.shell.pipes). Rules
-// test c.flags and c.operands rather than parse c.args with regexes. A
-// bundle's own tests must fill all derived fields (the c and sh helpers in
-// helpers_test.rego do; TestDerivedArgs and TestDerivedShell keep them in
-// step).
+// "<list>" in input.program_listed, "<list>" in input.text_listed,
+// "<cmd>" in input.shell.names, "<list>" in input.shell.listed,
+// "<list>" in input.shell.words_listed, or a flag (input.shell.pipes).
+// (The derived sets are sorted lists, without duplicates: OPA indexes
+// "x" in input.shell.names as membership of one reference, so one lookup
+// serves every rule guarded on the names, where an object key per command
+// was a reference of its own to resolve.) Rules test c.flags and
+// c.operands rather than parse c.args with regexes. A bundle's own tests
+// must fill all derived fields (the c and sh helpers in helpers_test.rego
+// do; TestDerivedArgs and TestDerivedShell keep them in step).
 //
 // The decision is an object:
 //

@@ -38,16 +38,16 @@ type Input struct {
 	// program, as input.program_listed.<list>: derived by the engine on
 	// every decision, like shell.listed, so rules keyed on it are skipped
 	// by OPA's rule index for every other program.
-	ProgramListed map[string]bool `json:"program_listed"`
+	ProgramListed []string `json:"program_listed"`
 	// TextListed names the lists that hold the text, derived likewise:
 	// with a list of substrings (metadata_substrings), a rule on what the
 	// text contains is skipped for every text that contains none.
-	TextListed map[string]bool `json:"text_listed"`
-	Shell      *Shell          `json:"shell,omitempty"`
-	Secret     bool            `json:"secret,omitempty"`
-	Session    *Session        `json:"session,omitempty"`
-	Start      *Start          `json:"start,omitempty"`
-	Client     Client          `json:"client"`
+	TextListed []string `json:"text_listed"`
+	Shell      *Shell   `json:"shell,omitempty"`
+	Secret     bool     `json:"secret,omitempty"`
+	Session    *Session `json:"session,omitempty"`
+	Start      *Start   `json:"start,omitempty"`
+	Client     Client   `json:"client"`
 }
 
 // Session names the session an input goes to.
@@ -143,27 +143,28 @@ type Bundle struct {
 // them, so a caller's own values are never trusted. It writes into sh and
 // its commands.
 func (b *Bundle) index(sh *Shell) {
-	sh.Names = make(map[string]bool, len(sh.Commands))
-	sh.Listed = map[string]bool{}
-	sh.WordsListed = map[string]bool{}
+	sh.Names, sh.Listed, sh.WordsListed = []string{}, []string{}, []string{}
 	sh.Dynamic = false
 	for i := range sh.Commands {
 		c := &sh.Commands[i]
 		c.deriveArgs()
-		sh.Names[c.Name] = true
+		sh.Names = addOnce(sh.Names, c.Name)
 		sh.Dynamic = sh.Dynamic || c.Dynamic
-		b.lists.mark(sh.Listed, c.Name)
+		b.lists.mark(&sh.Listed, c.Name)
 		for _, a := range c.Args {
-			b.lists.mark(sh.WordsListed, a)
+			b.lists.mark(&sh.WordsListed, a)
 		}
 		for _, r := range c.Redirects {
-			b.lists.mark(sh.WordsListed, r.Op)
-			b.lists.mark(sh.WordsListed, r.Target)
+			b.lists.mark(&sh.WordsListed, r.Op)
+			b.lists.mark(&sh.WordsListed, r.Target)
 		}
 		for _, a := range c.Assigns {
-			b.lists.mark(sh.WordsListed, a)
+			b.lists.mark(&sh.WordsListed, a)
 		}
 	}
+	slices.Sort(sh.Names)
+	slices.Sort(sh.Listed)
+	slices.Sort(sh.WordsListed)
 }
 
 // derive fills what the engine derives for every decision, whatever the
@@ -171,10 +172,11 @@ func (b *Bundle) index(sh *Shell) {
 // index. The shell is indexed in a copy unless ownShell says the engine
 // parsed it for this decision.
 func (b *Bundle) derive(in *Input, ownShell bool) {
-	in.ProgramListed = map[string]bool{}
-	b.lists.mark(in.ProgramListed, in.Program)
-	in.TextListed = map[string]bool{}
-	b.lists.mark(in.TextListed, in.Text)
+	in.ProgramListed, in.TextListed = []string{}, []string{}
+	b.lists.mark(&in.ProgramListed, in.Program)
+	b.lists.mark(&in.TextListed, in.Text)
+	slices.Sort(in.ProgramListed)
+	slices.Sort(in.TextListed)
 	switch {
 	case in.Shell == nil:
 	case ownShell:
@@ -224,21 +226,21 @@ func newListIndex(data map[string]any) listIndex {
 	return idx
 }
 
-// mark sets into[list] for every list that holds s.
-func (idx listIndex) mark(into map[string]bool, s string) {
+// mark adds to *into every list that holds s, once.
+func (idx listIndex) mark(into *[]string, s string) {
 	for _, l := range idx.exact[s] {
-		into[l] = true
+		*into = addOnce(*into, l)
 	}
 	for _, p := range idx.prefixes {
 		if strings.HasPrefix(s, p.entry) {
-			into[p.list] = true
+			*into = addOnce(*into, p.list)
 		}
 	}
 	if len(idx.substrings) > 0 {
 		lower := strings.ToLower(s)
 		for _, e := range idx.substrings {
 			if strings.Contains(lower, e.entry) {
-				into[e.list] = true
+				*into = addOnce(*into, e.list)
 			}
 		}
 	}

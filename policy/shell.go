@@ -3,6 +3,7 @@ package policy
 import (
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
@@ -52,17 +53,17 @@ type Shell struct {
 	// Names are the commands' names, as a set: a rule body that starts
 	// with input.shell.names.rm is skipped by OPA's rule index for any line
 	// that runs no rm. Derived from Commands on every decision.
-	Names map[string]bool `json:"names"`
+	Names []string `json:"names"`
 	// Listed names the lists of data.termgate.lists that hold one of the
 	// commands' names, as input.shell.listed.<list>, for the same purpose.
 	// Derived from Commands and the bundle's data on every decision.
-	Listed map[string]bool `json:"listed"`
+	Listed []string `json:"listed"`
 	// WordsListed names the lists that hold one of the commands' other
 	// words: an argument, a redirection's operator or target, or an
 	// assigned variable's name (input.shell.words_listed.sensitive_read_paths
 	// for cat /etc/shadow, .write_redirects for echo x > f). Derived like
 	// Listed.
-	WordsListed map[string]bool `json:"words_listed"`
+	WordsListed []string `json:"words_listed"`
 	// Dynamic: some command's name or argument is computed at run time
 	// (one of Commands is Dynamic). Derived like Names.
 	Dynamic bool `json:"dynamic,omitempty"`
@@ -82,13 +83,14 @@ type Command struct {
 	// cluster (-rf → r, f), long options without their value
 	// (--force=1 → --force), and the other arguments, everything after
 	// "--" included.
-	Flags    map[string]bool `json:"flags"`
-	Operands []string        `json:"operands"`
+	Flags    []string `json:"flags"`
+	Operands []string `json:"operands"`
 }
 
 // deriveArgs fills c.Flags and c.Operands from c.Args.
 func (c *Command) deriveArgs() {
-	c.Flags, c.Operands = map[string]bool{}, []string{}
+	c.Flags, c.Operands = []string{}, []string{}
+	defer func() { slices.Sort(c.Flags) }()
 	for i, a := range c.Args {
 		switch {
 		case a == "--":
@@ -96,13 +98,13 @@ func (c *Command) deriveArgs() {
 			return
 		case strings.HasPrefix(a, "--"):
 			name, _, _ := strings.Cut(a, "=")
-			c.Flags[name] = true
+			c.Flags = addOnce(c.Flags, name)
 		case len(a) > 1 && a[0] == '-':
-			for _, r := range a[1:] {
+			for j, r := range a[1:] {
 				if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
 					break // -i.bak: the rest is the option's value
 				}
-				c.Flags[string(r)] = true
+				c.Flags = addOnce(c.Flags, a[1+j:2+j])
 			}
 		case a == "-":
 			// standard input: neither an option nor a path
@@ -110,6 +112,15 @@ func (c *Command) deriveArgs() {
 			c.Operands = append(c.Operands, a)
 		}
 	}
+}
+
+// addOnce appends v to set unless it holds it already: the sets the engine
+// derives are small, and kept as sorted lists.
+func addOnce(set []string, v string) []string {
+	if slices.Contains(set, v) {
+		return set
+	}
+	return append(set, v)
 }
 
 // Redirect is one redirection of a command.

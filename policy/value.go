@@ -74,7 +74,7 @@ func boolean(b bool) *ast.Term { return ast.InternedTerm(b) }
 func (in *Input) value() ast.Value {
 	kv := []any{
 		"action", str(in.Action), "text", str(in.Text), "program", str(in.Program),
-		"secret", boolean(in.Secret), "program_listed", set(in.ProgramListed), "text_listed", set(in.TextListed),
+		"secret", boolean(in.Secret), "program_listed", strs(in.ProgramListed), "text_listed", strs(in.TextListed),
 		"client", obj("name", str(in.Client.Name), "version", str(in.Client.Version)),
 	}
 	if in.Shell != nil {
@@ -104,27 +104,12 @@ func (sh *Shell) term() *ast.Term {
 		"eval", boolean(sh.Eval), "background", boolean(sh.Background),
 		"recursive_functions", strs(sh.RecursiveFunctions), "normalized", boolean(sh.Normalized),
 		"incomplete", boolean(sh.Incomplete), "embedded", boolean(sh.Embedded),
-		"names", set(sh.Names), "listed", set(sh.Listed), "words_listed", set(sh.WordsListed),
+		"names", strs(sh.Names), "listed", strs(sh.Listed), "words_listed", strs(sh.WordsListed),
 		"dynamic", boolean(sh.Dynamic)}
 	if sh.ParseError != "" {
 		kv = append(kv, "parse_error", str(sh.ParseError))
 	}
 	return obj(kv...)
-}
-
-// set is an object of name → true; nil is null, as encoding/json has it.
-func set(m map[string]bool) *ast.Term {
-	switch {
-	case m == nil:
-		return ast.InternedNullTerm
-	case len(m) == 0:
-		return ast.InternedEmptyObject
-	}
-	items := make([][2]*ast.Term, 0, len(m))
-	for k, v := range m {
-		items = append(items, [2]*ast.Term{str(k), boolean(v)})
-	}
-	return ast.ObjectTerm(items...)
 }
 
 func (c Command) term() *ast.Term {
@@ -138,7 +123,7 @@ func (c Command) term() *ast.Term {
 	}
 	kv := []any{"name", str(c.Name), "args", strs(c.Args), "wrappers", strs(c.Wrappers),
 		"dynamic", boolean(c.Dynamic), "redirects", reds, "assigns", strs(c.Assigns),
-		"flags", set(c.Flags), "operands", strs(c.Operands)}
+		"flags", strs(c.Flags), "operands", strs(c.Operands)}
 	if c.Path != "" {
 		kv = append(kv, "path", str(c.Path))
 	}
