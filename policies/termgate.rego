@@ -170,7 +170,7 @@ write_target contains t if {
 # The files of sed -i: the first operand is the script unless -e gives it.
 in_place_files(c) := c.operands if has_flag(c, "e", "--expression")
 
-in_place_files(c) := array.slice(c.operands, 1, count(c.operands)) if not has_flag(c, "e", "--expression")
+else := array.slice(c.operands, 1, count(c.operands))
 
 write_target contains t if {
 	"dd" in input.shell.names

@@ -35,7 +35,7 @@ type Input struct {
 	Text    string `json:"text"`
 	Program string `json:"program"`
 	// ProgramListed names the lists of data.termgate.lists that hold the
-	// program, as input.program_listed.<list>: derived by the engine on
+	// program ("<list>" in input.program_listed): derived by the engine on
 	// every decision, like shell.listed, so rules keyed on it are skipped
 	// by OPA's rule index for every other program.
 	ProgramListed []string `json:"program_listed"`

@@ -50,19 +50,20 @@ type Shell struct {
 	// Embedded: the commands came from a string a REPL would pass to a
 	// shell (os.system, subprocess, child_process).
 	Embedded bool `json:"embedded,omitempty"`
-	// Names are the commands' names, as a set: a rule body that starts
-	// with input.shell.names.rm is skipped by OPA's rule index for any line
-	// that runs no rm. Derived from Commands on every decision.
+	// Names are the commands' names, sorted, each once: a rule body that
+	// starts with "rm" in input.shell.names is skipped by OPA's rule index
+	// for any line that runs no rm. Derived from Commands on every
+	// decision.
 	Names []string `json:"names"`
 	// Listed names the lists of data.termgate.lists that hold one of the
-	// commands' names, as input.shell.listed.<list>, for the same purpose.
-	// Derived from Commands and the bundle's data on every decision.
+	// commands' names ("<list>" in input.shell.listed), for the same
+	// purpose. Derived from Commands and the bundle's data on every
+	// decision.
 	Listed []string `json:"listed"`
 	// WordsListed names the lists that hold one of the commands' other
 	// words: an argument, a redirection's operator or target, or an
-	// assigned variable's name (input.shell.words_listed.sensitive_read_paths
-	// for cat /etc/shadow, .write_redirects for echo x > f). Derived like
-	// Listed.
+	// assigned variable's name ("sensitive_read_paths" for cat
+	// /etc/shadow, "write_redirects" for echo x > f). Derived like Listed.
 	WordsListed []string `json:"words_listed"`
 	// Dynamic: some command's name or argument is computed at run time
 	// (one of Commands is Dynamic). Derived like Names.
@@ -438,6 +439,9 @@ func (w *walker) call(c *syntax.CallExpr, redirs []*syntax.Redirect) {
 	w.sh.Commands = append(w.sh.Commands, cmds...)
 }
 
+// codeStringUnescape undoes the escapes of a string literal in REPL code.
+var codeStringUnescape = strings.NewReplacer(`\"`, `"`, `\'`, `'`, `\\`, `\`, `\n`, "\n", `\t`, "\t")
+
 // dquoteUnescape removes the backslashes a double-quoted literal keeps.
 var dquoteUnescape = strings.NewReplacer(`\"`, `"`, `\\`, `\`, `\$`, `$`, "\\`", "`")
 
@@ -735,7 +739,7 @@ func ParseShellOut(code string) (Shell, bool) {
 		} else if lit := strLitRe.FindStringSubmatch(arg); lit != nil {
 			line = lit[1] + lit[2] + lit[3]
 		}
-		line = strings.NewReplacer(`\"`, `"`, `\'`, `'`, `\\`, `\`, `\n`, "\n", `\t`, "\t").Replace(line)
+		line = codeStringUnescape.Replace(line)
 		if strings.TrimSpace(line) == "" {
 			continue
 		}

@@ -8,8 +8,8 @@ import "github.com/open-policy-agent/opa/v1/ast"
 // garbage. TestInputValueMatchesJSON keeps this in step with the JSON tags.
 //
 // What is the same in every document is shared rather than built again:
-// the keys, null, false and true, and empty strings, arrays and sets (OPA
-// never writes into an input value).
+// the keys, null, true, and empty strings and arrays (OPA never writes into
+// an input value); false is left out, as the JSON leaves it out.
 
 // keys are the input document's keys, one term each for the process.
 var keys = func() map[string]*ast.Term {
