@@ -78,6 +78,9 @@ func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(b) > 60<<10 {
+		return nil, errors.New("sandbox: the spec is too large")
+	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -88,13 +91,14 @@ func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
 		specW.Close()
 		return nil, err
 	}
-	if len(b) > 60<<10 {
-		return nil, errors.New("sandbox: the spec is too large")
-	}
-	if _, err := specW.Write(b); err != nil { // fits in the pipe's buffer
+	_, err = specW.Write(b) // fits in the pipe's buffer
+	specW.Close()
+	if err != nil {
+		specR.Close()
+		statusR.Close()
+		statusW.Close()
 		return nil, err
 	}
-	specW.Close()
 	cmd.Path = self
 	cmd.Args = []string{"termgate-launch", LaunchArg}
 	cmd.Dir = "/"

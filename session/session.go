@@ -235,7 +235,7 @@ func start(id string, spec Spec) (*Session, error) {
 	var launch *sandbox.Launch
 	if spec.Sandbox != nil {
 		if launch, err = s.prepareSandbox(cmd, *spec.Sandbox, argv, env); err != nil {
-			os.RemoveAll(dir)
+			s.cleanupFailed(nil) // the cgroup Attach made, too
 			return nil, err
 		}
 	}
@@ -952,12 +952,7 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 	gotOutput := s.bytesOut > 0 && s.lastOutput.After(p.at)
 	if gotOutput && !s.screen.AltScreen() && (cursor.Line > p.start.Line || p.startup) {
 		line := s.screen.LineText()
-		fam := familyOf(program)
-		if fam == nil && p.startup {
-			// A launcher (pyenv's shim is a bash script) may still be in
-			// the foreground: the program asked for names the prompt.
-			fam = familyOf(filepath.Base(s.spec.Argv[0]))
-		}
+		fam := s.familyLocked(program, p.startup)
 		// Each line typed moves the cursor down at least once: a prompt
 		// before the last line's echo is a continuation prompt mid-input.
 		echoed := p.startup || cursor.Line >= p.start.Line+int64(len(p.input))
@@ -1000,7 +995,7 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 	// ssh) or a full-screen program (vim, top, less).
 	line := strings.TrimSpace(s.screen.LineText())
 	waiting := line != "" && (cursor.Line > p.start.Line || p.startup || cursor.Col > p.start.Col)
-	known := familyOf(program) != nil || p.startup && familyOf(filepath.Base(s.spec.Argv[0])) != nil
+	known := s.familyLocked(program, p.startup) != nil
 	reportsEnd := s.integration || s.learned != "" || known && s.spec.Mode == ModePTY
 	if reportsEnd && !waiting && !s.screen.AltScreen() {
 		return st, 0
@@ -1021,6 +1016,16 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 	} else {
 		return st, need - quiet
 	}
+}
+
+// familyLocked returns the prompt family of the foreground program. At
+// start, a launcher (pyenv's shim is a bash script) may still be in the
+// foreground: then the program asked for names the prompt.
+func (s *Session) familyLocked(program string, startup bool) *promptFamily {
+	if fam := familyOf(program); fam != nil || !startup {
+		return fam
+	}
+	return familyOf(filepath.Base(s.spec.Argv[0]))
 }
 
 // startupSilence is how long a new session's program may print nothing at
