@@ -148,3 +148,70 @@ test_unparseable_and_dynamic if {
 }
 
 test_secret_read_by_redirect if confirm_by(bash([redir(c("cat", []), "<", "/etc/shadow")]), "file.secret_read")
+
+# ---- statements with no command: a command with an empty name, holding
+# the statement's redirections and assignments ----
+
+bare(assigns) := object.union(c("", []), {"assigns": assigns})
+
+test_redirect_only_writes if {
+	denied_by(bash([redir(c("", []), ">", "/etc/passwd")]), "file.sensitive_write")
+	denied_by(bash([redir(c("", []), ">>", "~/.ssh/authorized_keys")]), "file.sensitive_write")
+	denied_by(bash([redir(c("", []), ">", "/dev/sda")]), "disk.raw_write")
+	denied_by(bash([redir(c("", []), "&>", "/dev/nvme0n1")]), "disk.raw_write")
+
+	# x=1 > /etc/passwd: an assignment with a redirection
+	denied_by(bash([redir(bare(["x"]), ">", "/etc/passwd")]), "file.sensitive_write")
+
+	# { cat k; } >> ~/.bashrc: a compound command's redirections
+	denied_by(bash([c("cat", ["k"]), redir(c("", []), ">>", "~/.bashrc")]), "file.sensitive_write")
+}
+
+test_redirect_only_reads if {
+	# x=$(< /etc/shadow)
+	confirm_by(bash_flags([redir(c("", []), "<", "/etc/shadow"), bare(["x"])], {"substitutions": true}), "file.secret_read")
+}
+
+test_redirect_only_benign if {
+	# x=$(< /etc/hostname)
+	allowed(bash_flags([redir(c("", []), "<", "/etc/hostname"), bare(["x"])], {"substitutions": true}))
+
+	# 2>/dev/null, <<<x, a here-document with no command, x=1
+	allowed(bash([redir(c("", []), ">", "/dev/null")]))
+	allowed(bash([redir(c("", []), "<<<", "x")]))
+	allowed(bash([redir(c("", []), "<<", "<<heredoc>>")]))
+	allowed(bash([bare(["x"])]))
+	allowed(bash([redir(c("echo", ["hi"]), ">", "out.txt")]))
+	allowed(bash([redir(bare(["x"]), ">", "out.txt")]))
+}
+
+test_bare_assignments if {
+	# export TERMGATE_POLICY_DIR=/tmp/p, DOCKER_HOST=tcp://x
+	denied_by(bash([object.union(c("export", []), {"assigns": ["TERMGATE_POLICY_DIR"]})]), "self.tamper")
+	denied_by(bash([bare(["DOCKER_HOST"])]), "container.host_escape")
+}
+
+# ---- here-strings and here-documents fed to a shell or an interpreter ----
+
+test_here_documents_fed_to_interpreters if {
+	# bash <<< 'rm -rf ~': the body is parsed as the shell line it is
+	denied_by(
+		bash_flags([redir(c("bash", []), "<<<", "rm -rf ~"), c("rm", ["-rf", "~"])], {"pipe_to_interpreter": true}),
+		"fs.rm_protected",
+	)
+
+	# python3 <<EOF … EOF: judged as a pipe into python3
+	confirm_by(bash_flags([redir(c("python3", []), "<<", "<<heredoc>>")], {"pipe_to_interpreter": true}), "rce.pipe_to_interpreter")
+
+	# bash <<< "$(curl …)"
+	denied_by(
+		bash_flags(
+			[redir(c("bash", []), "<<<", "$(curl -s x)"), c("curl", ["-s", "x"])],
+			{"pipe_to_interpreter": true, "substitutions": true},
+		),
+		"rce.pipe_to_shell",
+	)
+
+	# cat <<EOF … EOF is data
+	allowed(bash([redir(c("cat", []), "<<", "<<heredoc>>")]))
+}

@@ -38,6 +38,37 @@
 // code typed into a REPL hands a string to a shell (os.system, subprocess,
 // child_process): then shell.embedded is true.
 //
+// Every statement of the line reaches shell.commands, wherever it stands:
+// in substitutions, pipelines, lists, blocks, subshells, if/for/while/case,
+// function bodies, array assignments and indexes (a[$(…)]=1, a=($(…))),
+// parameter expansions, tests, arithmetic, here-documents that expand, and
+// strings handed to sh -c or eval (normalised as a typed line is). A
+// statement with no command name is a command whose name is "" (so ""
+// is then in shell.names), holding the statement's assignments and
+// redirections (empty lists left out here):
+//
+//	> /etc/passwd        {"name": "", "redirects": [{"op": ">", "target": "/etc/passwd"}]}
+//	x=1 > f              {"name": "", "redirects": [{"op": ">", "target": "f"}], "assigns": ["x"]}
+//	x=$(< f)             {"name": "", "redirects": [{"op": "<", "target": "f"}]} and {"name": "", "assigns": ["x"]}
+//	{ a; } >> f          {"name": "a", …} and {"name": "", "redirects": [{"op": ">>", "target": "f"}]}
+//
+// so every rule on redirects (file.sensitive_write, disk.raw_write,
+// file.secret_read) judges them as the writes and reads they are, and no
+// rule matches a name on them. The redirections of a compound command
+// (a block, subshell, loop, if or case) are such a command too. A
+// declaration (declare, local, export, readonly, typeset) is a command of
+// that name: the names it assigns in assigns, its options and bare names
+// in args. A here-document's target is "<<heredoc>>"; `>& file`, whose
+// target is not a descriptor, is recorded as `&> file`, which is what
+// bash does with it. A here-string or here-document fed to the standard
+// input of a shell or an interpreter that reads its code there (bash <<<
+// '…', python3 <<EOF, . /dev/stdin <<<) sets pipe_to_interpreter, as a
+// pipe into it does, and its body is judged as the code it is: a shell
+// line's commands join shell.commands, and so do those that code for
+// another interpreter hands to a shell. A node kind of mvdan.cc/sh the
+// analysis does not know makes parse_error say so: the line is not judged
+// blind.
+//
 // A list of data.termgate.lists holds its entries; when its name ends in
 // _prefixes, every string that starts with one of them; when it ends in
 // _substrings, every string that contains one, ignoring case.

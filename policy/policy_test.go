@@ -533,6 +533,7 @@ func TestDerivedShell(t *testing.T) {
 		"cat < /etc/shadow; tee -a ~/.bashrc", "$(echo rm) -rf x", "sudo mkfs.ext4 /dev/sdz &>> log",
 		"psql -c 'DROP TABLE t' | sh",
 		"TERMGATE_POLICY_DIR=/x bash -c id > /dev/sda1",
+		"> /etc/passwd; x=$(< /etc/hostname) 2>/dev/null", "export DOCKER_HOST=x; bash <<< 'rm -rf ~'",
 	} {
 		sh := ParseShell(line)
 		b.index(&sh)

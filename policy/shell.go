@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"slices"
@@ -130,6 +131,33 @@ type Redirect struct {
 	Target string `json:"target"`
 }
 
+// fill gives a shell's lists that are nil (null in a document a caller
+// sent) their empty value, so that every rule reads a list where it
+// expects one: count(null) is an error in Rego, not a zero.
+func (sh *Shell) fill() {
+	if sh.Commands == nil {
+		sh.Commands = []Command{}
+	}
+	if sh.RecursiveFunctions == nil {
+		sh.RecursiveFunctions = []string{}
+	}
+	for i := range sh.Commands {
+		c := &sh.Commands[i]
+		if c.Args == nil {
+			c.Args = []string{}
+		}
+		if c.Wrappers == nil {
+			c.Wrappers = []string{}
+		}
+		if c.Redirects == nil {
+			c.Redirects = []Redirect{}
+		}
+		if c.Assigns == nil {
+			c.Assigns = []string{}
+		}
+	}
+}
+
 // interpreters run code from their input or arguments.
 var interpreterNames = map[string]bool{
 	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "fish": true, "ash": true, "busybox": true,
@@ -232,11 +260,17 @@ func parseInto(sh *Shell, line string, depth int, p *syntax.Parser) {
 		return
 	}
 	w := walker{sh: sh, depth: depth, src: line}
-	for _, st := range f.Stmts {
-		w.stmt(st)
-	}
+	w.stmts(f.Stmts)
 }
 
+// walker turns a parsed line into the policy's commands. It visits every
+// node kind of mvdan.cc/sh's syntax package itself, and checks every
+// pointer and interface it follows for nil: syntax.Walk panics on a nil
+// node, and a valid parse holds many (a statement with no command, a for
+// loop with no list, an empty arithmetic expression). So no statement,
+// word, redirection or substitution of a line is left out. A node kind
+// the walker does not know (one a newer parser adds) makes the line
+// unparseable, and the policy asks rather than judge what it cannot see.
 type walker struct {
 	sh    *Shell
 	depth int
@@ -244,6 +278,16 @@ type walker struct {
 	funcs []string // functions being declared, innermost last
 }
 
+func (w *walker) stmts(list []*syntax.Stmt) {
+	for _, st := range list {
+		w.stmt(st)
+	}
+}
+
+// stmt walks one statement. Redirections belong to the simple command they
+// follow. Those of a statement with no simple command (a redirect-only
+// statement such as `> f` or `x=$(< f)`, or a block, subshell, loop or if
+// with redirections) go on a command of their own with an empty name.
 func (w *walker) stmt(st *syntax.Stmt) {
 	if st == nil {
 		return
@@ -253,43 +297,511 @@ func (w *walker) stmt(st *syntax.Stmt) {
 	}
 	switch c := st.Cmd.(type) {
 	case *syntax.CallExpr:
-		w.call(c, st.Redirs)
-	case *syntax.BinaryCmd:
-		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
-			w.sh.Pipes = true
-			w.pipeline(c)
+		if c != nil {
+			w.call(c.Assigns, c.Args, st.Redirs)
 			return
 		}
-		w.stmt(c.X)
-		w.stmt(c.Y)
-	case *syntax.FuncDecl:
-		name := ""
-		if c.Name != nil {
-			name = c.Name.Value
+	case *syntax.DeclClause:
+		if c != nil {
+			w.decl(c, st.Redirs)
+			return
 		}
-		w.funcs = append(w.funcs, name)
-		w.stmt(c.Body)
-		w.funcs = w.funcs[:len(w.funcs)-1]
+	case nil:
 	default:
-		// Blocks, subshells, if/for/while/case, arithmetic, tests:
-		// walk everything inside for statements and substitutions.
-		syntax.Walk(st.Cmd, func(n syntax.Node) bool {
-			switch n := n.(type) {
-			case *syntax.Stmt:
-				if n != st {
-					w.stmt(n)
-					return false
-				}
-			case *syntax.CmdSubst, *syntax.ProcSubst:
-				w.subst(n)
-				return false
+		before := len(w.sh.Commands)
+		w.command(st.Cmd)
+		// { bash; } <<< 'code': what a compound command runs reads its
+		// here-documents too.
+		w.fed(w.sh.Commands[before:], st.Redirs)
+	}
+	if len(st.Redirs) > 0 {
+		w.call(nil, nil, st.Redirs)
+	}
+}
+
+// command walks a command other than a simple one or a declaration.
+func (w *walker) command(cmd syntax.Command) {
+	switch c := cmd.(type) {
+	case nil:
+	case *syntax.CallExpr:
+		if c != nil {
+			w.call(c.Assigns, c.Args, nil)
+		}
+	case *syntax.DeclClause:
+		if c != nil {
+			w.decl(c, nil)
+		}
+	case *syntax.BinaryCmd:
+		switch {
+		case c == nil:
+		case c.Op == syntax.Pipe || c.Op == syntax.PipeAll:
+			w.sh.Pipes = true
+			w.pipeline(c)
+		default:
+			w.stmt(c.X)
+			w.stmt(c.Y)
+		}
+	case *syntax.Block:
+		if c != nil {
+			w.stmts(c.Stmts)
+		}
+	case *syntax.Subshell:
+		if c != nil {
+			w.stmts(c.Stmts)
+		}
+	case *syntax.IfClause:
+		if c != nil {
+			w.stmts(c.Cond)
+			w.stmts(c.Then)
+			if c.Else != nil {
+				w.command(c.Else)
 			}
+		}
+	case *syntax.WhileClause:
+		if c != nil {
+			w.stmts(c.Cond)
+			w.stmts(c.Do)
+		}
+	case *syntax.ForClause:
+		if c != nil {
+			w.loop(c.Loop)
+			w.stmts(c.Do)
+		}
+	case *syntax.CaseClause:
+		if c != nil {
+			w.word(c.Word)
+			for _, it := range c.Items {
+				if it != nil {
+					w.words(it.Patterns)
+					w.stmts(it.Stmts)
+				}
+			}
+		}
+	case *syntax.FuncDecl:
+		if c != nil {
+			name := ""
+			if c.Name != nil {
+				name = c.Name.Value
+			} else if len(c.Names) > 0 && c.Names[0] != nil {
+				name = c.Names[0].Value
+			}
+			w.funcs = append(w.funcs, name)
+			w.stmt(c.Body)
+			w.funcs = w.funcs[:len(w.funcs)-1]
+		}
+	case *syntax.ArithmCmd:
+		if c != nil {
+			w.arithm(c.X)
+		}
+	case *syntax.TestClause:
+		if c != nil {
+			w.test(c.X)
+		}
+	case *syntax.LetClause:
+		if c != nil {
+			for _, x := range c.Exprs {
+				w.arithm(x)
+			}
+		}
+	case *syntax.TimeClause:
+		if c != nil {
+			w.stmt(c.Stmt)
+		}
+	case *syntax.CoprocClause:
+		if c != nil {
+			w.word(c.Name)
+			w.stmt(c.Stmt)
+		}
+	case *syntax.TestDecl:
+		if c != nil {
+			w.word(c.Description)
+			w.stmt(c.Body)
+		}
+	default:
+		w.unknown(cmd)
+	}
+}
+
+func (w *walker) loop(l syntax.Loop) {
+	switch l := l.(type) {
+	case nil:
+	case *syntax.WordIter:
+		if l != nil {
+			w.words(l.Items)
+		}
+	case *syntax.CStyleLoop:
+		if l != nil {
+			w.arithm(l.Init)
+			w.arithm(l.Cond)
+			w.arithm(l.Post)
+		}
+	default:
+		w.unknown(l)
+	}
+}
+
+// unknown marks a line holding a node kind the walker does not know.
+func (w *walker) unknown(n syntax.Node) {
+	if w.sh.ParseError == "" {
+		w.sh.ParseError = fmt.Sprintf("shell syntax the gateway does not know (%T)", n)
+	}
+}
+
+func (w *walker) words(list []*syntax.Word) {
+	for _, word := range list {
+		w.word(word)
+	}
+}
+
+// word walks a word for the substitutions inside it: the commands they run
+// are commands of the line.
+func (w *walker) word(word *syntax.Word) {
+	if word == nil {
+		return
+	}
+	for _, p := range word.Parts {
+		w.part(p)
+	}
+}
+
+func (w *walker) part(p syntax.WordPart) {
+	switch p := p.(type) {
+	case nil, *syntax.Lit, *syntax.SglQuoted, *syntax.ExtGlob:
+	case *syntax.DblQuoted:
+		if p != nil {
+			for _, q := range p.Parts {
+				w.part(q)
+			}
+		}
+	case *syntax.ParamExp:
+		if p == nil {
+			return
+		}
+		w.part(p.NestedParam)
+		w.arithm(p.Index)
+		if p.Slice != nil {
+			w.arithm(p.Slice.Offset)
+			w.arithm(p.Slice.Length)
+		}
+		if p.Repl != nil {
+			w.word(p.Repl.Orig)
+			w.word(p.Repl.With)
+		}
+		if p.Exp != nil {
+			w.word(p.Exp.Word)
+		}
+	case *syntax.CmdSubst:
+		if p != nil {
+			w.sh.Substitutions = true
+			w.stmts(p.Stmts)
+		}
+	case *syntax.ProcSubst:
+		if p != nil {
+			w.sh.Substitutions = true
+			w.sh.ProcessSubstitution = true
+			w.stmts(p.Stmts)
+		}
+	case *syntax.ArithmExp:
+		if p != nil {
+			w.arithm(p.X)
+		}
+	case *syntax.BraceExp:
+		if p != nil {
+			w.words(p.Elems)
+		}
+	default:
+		w.unknown(p)
+	}
+}
+
+func (w *walker) arithm(x syntax.ArithmExpr) {
+	switch x := x.(type) {
+	case nil:
+	case *syntax.Word:
+		w.word(x)
+	case *syntax.BinaryArithm:
+		if x != nil {
+			w.arithm(x.X)
+			w.arithm(x.Y)
+		}
+	case *syntax.UnaryArithm:
+		if x != nil {
+			w.arithm(x.X)
+		}
+	case *syntax.ParenArithm:
+		if x != nil {
+			w.arithm(x.X)
+		}
+	case *syntax.FlagsArithm:
+		if x != nil {
+			w.arithm(x.X)
+		}
+	default:
+		w.unknown(x)
+	}
+}
+
+func (w *walker) test(x syntax.TestExpr) {
+	switch x := x.(type) {
+	case nil:
+	case *syntax.Word:
+		w.word(x)
+	case *syntax.BinaryTest:
+		if x != nil {
+			w.test(x.X)
+			w.test(x.Y)
+		}
+	case *syntax.UnaryTest:
+		if x != nil {
+			w.test(x.X)
+		}
+	case *syntax.ParenTest:
+		if x != nil {
+			w.test(x.X)
+		}
+	default:
+		w.unknown(x)
+	}
+}
+
+// assign walks an assignment's index and value (a=$(…), a[$(…)]=1,
+// a=($(…))) and adds its name to cmd.Assigns.
+func (w *walker) assign(a *syntax.Assign, cmd *Command) {
+	if a == nil {
+		return
+	}
+	if a.Name != nil {
+		cmd.Assigns = append(cmd.Assigns, a.Name.Value)
+	}
+	w.arithm(a.Index)
+	w.word(a.Value)
+	if a.Array != nil {
+		for _, e := range a.Array.Elems {
+			if e != nil {
+				w.arithm(e.Index)
+				w.word(e.Value)
+			}
+		}
+	}
+}
+
+// call adds a simple command: its assignments, its words and its
+// redirections. With no words it is a command with an empty name: a bare
+// assignment (x=1), an assignment with a redirection (x=1 > f), or a
+// redirect-only statement (> f, < f, <<<x).
+func (w *walker) call(assigns []*syntax.Assign, args []*syntax.Word, redirs []*syntax.Redirect) {
+	cmd := Command{}
+	for _, a := range assigns {
+		w.assign(a, &cmd)
+	}
+	for i, word := range args {
+		w.word(word)
+		v, static := w.wordValue(word)
+		if !static {
+			cmd.Dynamic = true
+		}
+		if i == 0 {
+			cmd.Name = v
+		} else {
+			cmd.Args = append(cmd.Args, v)
+		}
+	}
+	w.emit(cmd, redirs)
+}
+
+// decl adds a declaration (declare, local, export, readonly, typeset,
+// nameref) as a command of that name: its assignments' names in Assigns,
+// its options and bare names in Args.
+func (w *walker) decl(d *syntax.DeclClause, redirs []*syntax.Redirect) {
+	cmd := Command{Name: "declare"}
+	if d.Variant != nil {
+		cmd.Name = d.Variant.Value
+	}
+	for _, a := range d.Args {
+		switch {
+		case a == nil:
+		case a.Naked && a.Value != nil:
+			w.word(a.Value)
+			v, static := w.wordValue(a.Value)
+			cmd.Dynamic = cmd.Dynamic || !static
+			cmd.Args = append(cmd.Args, v)
+		case a.Naked:
+			if a.Name != nil {
+				cmd.Args = append(cmd.Args, a.Name.Value)
+			}
+			w.arithm(a.Index)
+		default:
+			w.assign(a, &cmd)
+		}
+	}
+	w.emit(cmd, redirs)
+}
+
+// emit adds cmd, with redirs, and what it runs.
+func (w *walker) emit(cmd Command, redirs []*syntax.Redirect) {
+	cmd.Redirects = w.redirects(redirs)
+	for _, f := range w.funcs {
+		if f != "" && cmd.Name == f {
+			w.sh.RecursiveFunctions = append(w.sh.RecursiveFunctions, f)
+		}
+	}
+	cmds := finish(cmd, w.sh, w.depth)
+	w.sh.Commands = append(w.sh.Commands, cmds...)
+	w.fed(cmds, redirs)
+}
+
+// redirects walks a statement's redirections and returns them as the
+// policy sees them: the operator and the target's value. A here-document's
+// target is "<<heredoc>>"; `>& file` (a target that is not a descriptor)
+// is recorded as `&> file`, which is what bash does with it.
+func (w *walker) redirects(rs []*syntax.Redirect) []Redirect {
+	var out []Redirect
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		w.word(r.Word)
+		w.word(r.Hdoc)
+		target, _ := w.wordValue(r.Word)
+		op := r.Op.String()
+		switch {
+		case r.Hdoc != nil || r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc:
+			target = "<<heredoc>>"
+		case r.Op == syntax.DplOut && !isDescriptor(target):
+			op = syntax.RdrAll.String()
+		}
+		out = append(out, Redirect{Op: op, Target: target})
+	}
+	return out
+}
+
+// isDescriptor: the target of >& that names a file descriptor (2>&1, >&-,
+// >&3-) rather than a file.
+func isDescriptor(t string) bool {
+	t = strings.TrimSuffix(t, "-")
+	return strings.Trim(t, "0123456789") == ""
+}
+
+// fed judges the here-documents and here-strings that redirs feed to the
+// standard input of cmds: fed to a shell or an interpreter that reads its
+// code there, they are code, as a pipe into it would be (bash <<< 'rm -rf
+// ~', python3 <<EOF). The line is flagged pipe_to_interpreter, and the
+// body is judged as a shell line (for a shell) or as code that may shell
+// out (for another interpreter) when the program takes no code argument.
+func (w *walker) fed(cmds []Command, redirs []*syntax.Redirect) {
+	var bodies []string
+	for _, r := range redirs {
+		if r == nil || r.N != nil && r.N.Value != "0" {
+			continue
+		}
+		switch r.Op {
+		case syntax.WordHdoc:
+			v, _ := w.wordValue(r.Word)
+			bodies = append(bodies, v)
+		case syntax.Hdoc, syntax.DashHdoc:
+			bodies = append(bodies, w.hdocBody(r))
+		}
+	}
+	if len(bodies) == 0 {
+		return
+	}
+	for _, c := range cmds {
+		shell, ok := readsCode(c)
+		if !ok {
+			continue
+		}
+		w.sh.PipeToInterpreter = true
+		if hasCodeArg(c) {
+			continue
+		}
+		for _, b := range bodies {
+			sub := Shell{}
+			if shell {
+				parseInto(&sub, b, w.depth+1, nil)
+			} else {
+				shellOut(&sub, b, w.depth+1)
+			}
+			mergeFlags(w.sh, &sub)
+			w.sh.Commands = append(w.sh.Commands, sub.Commands...)
+		}
+	}
+}
+
+// hdocUnescape removes the backslashes an unquoted here-document keeps.
+var hdocUnescape = strings.NewReplacer(`\$`, `$`, "\\`", "`", `\\`, `\`, "\\\n", "")
+
+// hdocBody is the text a here-document feeds: literal when its delimiter
+// is quoted, with escapes removed and run-time parts as written otherwise.
+func (w *walker) hdocBody(r *syntax.Redirect) string {
+	if r.Hdoc == nil {
+		return ""
+	}
+	quoted := false
+	if r.Word != nil {
+		for _, p := range r.Word.Parts {
+			switch p := p.(type) {
+			case *syntax.SglQuoted, *syntax.DblQuoted:
+				quoted = true
+			case *syntax.Lit:
+				quoted = quoted || p != nil && strings.Contains(p.Value, `\`)
+			}
+		}
+	}
+	var b strings.Builder
+	for _, p := range r.Hdoc.Parts {
+		switch p := p.(type) {
+		case nil:
+		case *syntax.Lit:
+			if p == nil {
+				continue
+			}
+			if quoted {
+				b.WriteString(p.Value)
+			} else {
+				b.WriteString(hdocUnescape.Replace(p.Value))
+			}
+		default:
+			b.WriteString(w.source(p))
+		}
+	}
+	return b.String()
+}
+
+// readsCode reports whether c reads code from its standard input (ok), and
+// whether that code is shell (shell): a shell or an interpreter with no
+// script argument, or source/. of /dev/stdin.
+func readsCode(c Command) (shell, ok bool) {
+	switch {
+	case isInterpreter(c.Name) && !hasScriptArg(c):
+		return IsShell(c.Name), true
+	case (c.Name == "source" || c.Name == ".") && len(c.Args) > 0 && isStdinPath(c.Args[0]):
+		return true, true
+	}
+	return false, false
+}
+
+func isStdinPath(p string) bool {
+	switch p {
+	case "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-":
+		return true
+	}
+	return false
+}
+
+// hasCodeArg: the program's code is an argument (sh -c '…', python3 -c,
+// node -e), so what its standard input holds is data.
+func hasCodeArg(c Command) bool {
+	for _, a := range c.Args {
+		switch {
+		case a == "-c" || a == "-e" || a == "--command" || a == "--eval":
 			return true
-		})
+		case IsShell(c.Name) && strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c"):
+			return true
+		case !strings.HasPrefix(a, "-"):
+			return false
+		}
 	}
-	for _, r := range st.Redirs {
-		w.words(r.Word)
-	}
+	return false
 }
 
 // pipeline walks a | b | c, flagging interpreters fed by the pipe.
@@ -297,7 +809,10 @@ func (w *walker) pipeline(c *syntax.BinaryCmd) {
 	var stages []*syntax.Stmt
 	var collect func(s *syntax.Stmt)
 	collect = func(s *syntax.Stmt) {
-		if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+		if s == nil {
+			return
+		}
+		if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && b != nil && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
 			collect(b.X)
 			collect(b.Y)
 			return
@@ -311,7 +826,7 @@ func (w *walker) pipeline(c *syntax.BinaryCmd) {
 		before := len(w.sh.Commands)
 		w.stmt(s)
 		for _, cmd := range w.sh.Commands[before:] {
-			if i > 0 && isInterpreter(cmd.Name) && !hasScriptArg(cmd) {
+			if _, reads := readsCode(cmd); i > 0 && reads {
 				w.sh.PipeToInterpreter = true
 				if decoded {
 					w.sh.DecodeToInterpreter = true
@@ -366,79 +881,6 @@ func isDecoder(c Command) bool {
 	return false
 }
 
-func (w *walker) subst(n syntax.Node) {
-	w.sh.Substitutions = true
-	var stmts []*syntax.Stmt
-	switch n := n.(type) {
-	case *syntax.CmdSubst:
-		stmts = n.Stmts
-	case *syntax.ProcSubst:
-		w.sh.ProcessSubstitution = true
-		stmts = n.Stmts
-	}
-	for _, s := range stmts {
-		w.stmt(s)
-	}
-}
-
-// words walks a word for substitutions inside it.
-func (w *walker) words(words ...*syntax.Word) {
-	for _, word := range words {
-		if word == nil {
-			continue
-		}
-		syntax.Walk(word, func(n syntax.Node) bool {
-			switch n.(type) {
-			case *syntax.CmdSubst, *syntax.ProcSubst:
-				w.subst(n)
-				return false
-			}
-			return true
-		})
-	}
-}
-
-func (w *walker) call(c *syntax.CallExpr, redirs []*syntax.Redirect) {
-	cmd := Command{}
-	for _, a := range c.Assigns {
-		if a.Name != nil {
-			cmd.Assigns = append(cmd.Assigns, a.Name.Value)
-		}
-		if a.Value != nil {
-			w.words(a.Value)
-		}
-	}
-	for i, word := range c.Args {
-		w.words(word)
-		v, static := w.wordValue(word)
-		if !static {
-			cmd.Dynamic = true
-		}
-		if i == 0 {
-			cmd.Name = v
-		} else {
-			cmd.Args = append(cmd.Args, v)
-		}
-	}
-	for _, r := range redirs {
-		target, _ := w.wordValue(r.Word)
-		if r.Hdoc != nil {
-			target = "<<heredoc>>"
-		}
-		cmd.Redirects = append(cmd.Redirects, Redirect{Op: r.Op.String(), Target: target})
-	}
-	if cmd.Name == "" && len(c.Args) == 0 {
-		return // a bare assignment
-	}
-	for _, f := range w.funcs {
-		if f != "" && cmd.Name == f {
-			w.sh.RecursiveFunctions = append(w.sh.RecursiveFunctions, f)
-		}
-	}
-	cmds := finish(cmd, w.sh, w.depth)
-	w.sh.Commands = append(w.sh.Commands, cmds...)
-}
-
 // codeStringUnescape undoes the escapes of a string literal in REPL code.
 var codeStringUnescape = strings.NewReplacer(`\"`, `"`, `\'`, `'`, `\\`, `\`, `\n`, "\n", `\t`, "\t")
 
@@ -452,30 +894,42 @@ func (w *walker) wordValue(word *syntax.Word) (string, bool) {
 	if word == nil {
 		return "", true
 	}
+	if len(word.Parts) == 1 {
+		if l, ok := word.Parts[0].(*syntax.Lit); ok && l != nil {
+			return unescape(l.Value), true
+		}
+	}
 	var b strings.Builder
 	static := true
-	var part func(p syntax.WordPart)
-	part = func(p syntax.WordPart) {
+	for _, p := range word.Parts {
 		switch p := p.(type) {
+		case nil:
 		case *syntax.Lit:
-			b.WriteString(unescape(p.Value))
+			if p != nil {
+				b.WriteString(unescape(p.Value))
+			}
 		case *syntax.SglQuoted:
-			b.WriteString(p.Value)
+			if p != nil {
+				b.WriteString(p.Value)
+			}
 		case *syntax.DblQuoted:
+			if p == nil {
+				continue
+			}
 			for _, q := range p.Parts {
 				if l, ok := q.(*syntax.Lit); ok {
-					b.WriteString(dquoteUnescape.Replace(l.Value))
+					if l != nil {
+						b.WriteString(dquoteUnescape.Replace(l.Value))
+					}
 					continue
 				}
-				part(q)
+				static = false
+				b.WriteString(w.source(q))
 			}
 		default:
 			static = false
 			b.WriteString(w.source(p))
 		}
-	}
-	for _, p := range word.Parts {
-		part(p)
 	}
 	return b.String(), static
 }
@@ -483,6 +937,12 @@ func (w *walker) wordValue(word *syntax.Word) (string, bool) {
 // source is a node's text in the line parsed; a command substitution in
 // backquotes reads as $(…), as the shell runs it.
 func (w *walker) source(n syntax.Node) string {
+	if n == nil {
+		return ""
+	}
+	if p, ok := n.(*syntax.ParamExp); ok && (p == nil || p.Short && p.Index == nil && p.Param == nil) {
+		return "$" // zsh's $ with a nested parameter only: End would follow the nil name
+	}
 	start, end := n.Pos().Offset(), n.End().Offset()
 	if start > end || end > uint(len(w.src)) {
 		return ""
@@ -540,6 +1000,15 @@ func finish(c Command, sh *Shell, depth int) []Command {
 	return out
 }
 
+// parseNested parses into sub a line that a command of sh hands to a
+// shell (sh -c, eval), normalised as a typed line is: an argv at session
+// start reaches here without having been.
+func parseNested(sh, sub *Shell, line string, depth int) {
+	norm, changed := normalize(line)
+	sh.Normalized = sh.Normalized || changed
+	parseInto(sub, norm, depth, nil)
+}
+
 // wrapperOpts lists, per wrapper, the options that take a value.
 var wrapperOpts = map[string]string{
 	"sudo":     "-u -g -h -p -C -D -R -T -U -r -t --user --group --host --prompt --chdir",
@@ -580,7 +1049,7 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 				if i+1 < len(args) {
 					sh.Eval = true
 					sub := Shell{}
-					parseInto(&sub, args[i+1], depth+1, nil)
+					parseNested(sh, &sub, args[i+1], depth+1)
 					mergeFlags(sh, &sub)
 					return Command{}, false, sub.Commands
 				}
@@ -594,7 +1063,7 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 	case "eval":
 		sh.Eval = true
 		sub := Shell{}
-		parseInto(&sub, strings.Join(args, " "), depth+1, nil)
+		parseNested(sh, &sub, strings.Join(args, " "), depth+1)
 		mergeFlags(sh, &sub)
 		return Command{}, false, sub.Commands
 	case "find":
@@ -720,12 +1189,28 @@ var strLitRe = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|` + "
 // a shell, and analyses them as shell lines. ok is false when the code has
 // no such call.
 func ParseShellOut(code string) (Shell, bool) {
+	sh := Shell{Embedded: true}
+	if !shellOut(&sh, code, 1) {
+		return Shell{}, false
+	}
+	if sh.Commands == nil {
+		sh.Commands = []Command{}
+	}
+	if sh.RecursiveFunctions == nil {
+		sh.RecursiveFunctions = []string{}
+	}
+	return sh, true
+}
+
+// shellOut parses into sh, at depth, the shell lines code hands to a
+// shell. It reports whether the code has such a call.
+func shellOut(sh *Shell, code string, depth int) bool {
 	norm, changed := normalize(code)
 	matches := shellOutRe.FindAllStringSubmatch(norm, -1)
 	if len(matches) == 0 {
-		return Shell{}, false
+		return false
 	}
-	sh := Shell{Embedded: true, Normalized: changed}
+	sh.Normalized = sh.Normalized || changed
 	for _, m := range matches {
 		arg := m[2]
 		var line string
@@ -743,13 +1228,7 @@ func ParseShellOut(code string) (Shell, bool) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		parseInto(&sh, line, 1, nil)
+		parseInto(sh, line, depth, nil)
 	}
-	if sh.Commands == nil {
-		sh.Commands = []Command{}
-	}
-	if sh.RecursiveFunctions == nil {
-		sh.RecursiveFunctions = []string{}
-	}
-	return sh, true
+	return true
 }
