@@ -82,7 +82,10 @@
 // shell.dynamic (some command is dynamic) and each command's flags (option
 // letters of every cluster, -rf → r and f; long options without their
 // value) and operands (the other arguments, all of them after "--") are
-// derived by the engine on every decision, whatever the caller sent.
+// derived by the engine on every decision, whatever the caller sent; a
+// list a caller's shell leaves null (commands, args, redirects…) is read
+// as empty. Decide never panics: a parse error is a decision, and should a
+// bug still panic inside it, the input is denied with an error.
 //
 // A decision's cost is mostly the rule bodies OPA evaluates, so every rule
 // body of the default bundle starts with a guard OPA's rule index can use:

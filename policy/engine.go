@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -143,6 +144,7 @@ type Bundle struct {
 // them, so a caller's own values are never trusted. It writes into sh and
 // its commands.
 func (b *Bundle) index(sh *Shell) {
+	sh.fill()
 	sh.Names, sh.Listed, sh.WordsListed = []string{}, []string{}, []string{}
 	sh.Dynamic = false
 	for i := range sh.Commands {
@@ -280,7 +282,16 @@ func (e *Engine) Bundle() *Bundle {
 func (e *Engine) Name() string { return "opa " + e.Bundle().Revision }
 
 // Decide evaluates the decision for in. It never returns an allow on error.
-func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
+func (e *Engine) Decide(ctx context.Context, in Input) (d Decision, err error) {
+	// No input may take the engine down. A panic is a bug (the fuzz tests
+	// look for them); should one remain, the input is denied and the
+	// caller gets an error that says so, with the stack.
+	defer func() {
+		if r := recover(); r != nil {
+			d = denied("policy.error", "the policy engine failed on this input")
+			err = fmt.Errorf("evaluating policy: %w: %v\n%s", errPanic, r, debug.Stack())
+		}
+	}()
 	parsed := in.Shell == nil // the shell prepare fills is the engine's own
 	p := e.parsers.Get().(*syntax.Parser)
 	in.prepare(p)
@@ -308,12 +319,15 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return denied("policy.undefined", "the policy defines no decision for this input"), nil
 	}
-	d, err := toDecision(rs[0].Expressions[0].Value)
+	d, err = toDecision(rs[0].Expressions[0].Value)
 	if err != nil {
 		return denied("policy.invalid", err.Error()), nil
 	}
 	return d, nil
 }
+
+// errPanic marks an error made of a panic the engine recovered from.
+var errPanic = errors.New("panic")
 
 func denied(rule, reason string) Decision {
 	return Decision{Action: "deny", Rule: rule, Reason: reason, Severity: "high"}
