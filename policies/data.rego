@@ -2,9 +2,11 @@ package termgate
 
 # ---- SQL, typed into a database shell or passed with -c / -e ----
 
-sql_text := input.text if "sql_programs" in input.program_listed
+# The SQL a line runs: typed into a database shell, or passed to each
+# database client the line runs (a set: a line may run several).
+sql_texts contains input.text if "sql_programs" in input.program_listed
 
-sql_text := concat(" ", c.args) if {
+sql_texts contains concat(" ", c.args) if {
 	"sql_programs" in input.shell.listed
 	not "sql_programs" in input.program_listed
 	some c in input.shell.commands
@@ -26,7 +28,7 @@ finding contains f if {
 
 # Statements, comments removed, upper-cased.
 sql_statements contains trim_space(s) if {
-	some t in [sql_text]
+	some t in sql_texts
 	no_strings := regex.replace(t, `'([^']|'')*'`, "''")
 	clean_sql := regex.replace(regex.replace(upper(no_strings), `--[^\n]*`, " "), `/\*.*?\*/`, " ")
 	some s in split(clean_sql, ";")
@@ -86,9 +88,9 @@ finding contains f if {
 	some f in redis_finding
 }
 
-redis_text := upper(input.text) if "redis_programs" in input.program_listed
+redis_texts contains upper(input.text) if "redis_programs" in input.program_listed
 
-redis_text := upper(concat(" ", c.args)) if {
+redis_texts contains upper(concat(" ", c.args)) if {
 	"redis_programs" in input.shell.listed
 	not "redis_programs" in input.program_listed
 	some c in input.shell.commands
@@ -101,7 +103,8 @@ redis_finding contains {
 	"severity": "high",
 	"reason": "FLUSHALL/FLUSHDB deletes every key",
 } if {
-	regex.match(`(^|\s)(FLUSHALL|FLUSHDB)\b`, redis_text)
+	some t in redis_texts
+	regex.match(`(^|\s)(FLUSHALL|FLUSHDB)\b`, t)
 }
 
 redis_finding contains {
@@ -110,7 +113,8 @@ redis_finding contains {
 	"severity": "high",
 	"reason": "CONFIG SET, MODULE LOAD, DEBUG, SLAVEOF/REPLICAOF or SHUTDOWN reconfigures or stops the server",
 } if {
-	regex.match(`(^|\s)(CONFIG\s+SET|MODULE\s+LOAD|DEBUG|SLAVEOF|REPLICAOF|SHUTDOWN)\b`, redis_text)
+	some t in redis_texts
+	regex.match(`(^|\s)(CONFIG\s+SET|MODULE\s+LOAD|DEBUG|SLAVEOF|REPLICAOF|SHUTDOWN)\b`, t)
 }
 
 # ---- mongo ----

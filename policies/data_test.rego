@@ -118,3 +118,12 @@ test_a_finding_off_the_scale_decides_nothing if {
 	d := data.termgate.decision with data.termgate.finding as {huge, low} with input as bash([])
 	d.rule == "y"
 }
+
+# A line that runs several database clients is judged client by client
+# (one text per client, not one text that conflicts).
+test_several_clients_in_one_line if {
+	confirm_by(bash([c("psql", ["-c", "SELECT 1"]), c("psql", ["-c", "DROP TABLE users"])]), "sql.destructive")
+	allowed(bash([c("psql", ["-c", "SELECT 1"]), c("psql", ["-c", "SELECT 2"])]))
+	confirm_by(bash([c("redis-cli", ["get", "a"]), c("redis-cli", ["flushall"])]), "redis.flush")
+	denied_by(bash([c("redis-cli", ["get", "a"]), c("redis-cli", ["config", "set", "dir", "/root"])]), "redis.dangerous")
+}

@@ -186,6 +186,8 @@ func TestWalkerReachesEverything(t *testing.T) {
 		{"if true; then echo; fi >> ~/.bashrc", "deny file.sensitive_write"},
 		{"echo x >& /etc/passwd", "deny file.sensitive_write"},
 		{"exec 3<> /dev/sda", "deny disk.raw_write"},
+		{"psql -c 'SELECT 1'; psql -c 'DROP TABLE t'", "confirm sql.destructive"}, // two clients: two texts, no conflict
+		{"redis-cli get a && redis-cli flushall", "confirm redis.flush"},
 		{"ls > out.txt 2>&1", "allow"},
 		{"{ make; } > build.log 2>&1", "allow"},
 	} {
