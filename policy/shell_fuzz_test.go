@@ -1,0 +1,69 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+// documents are policy input documents as a caller sends them (termgate
+// policy eval --jsonl), null lists included.
+var documents = []string{
+	`{"action":"input","program":"bash","text":"> /etc/passwd"}`,
+	`{"action":"input","program":"bash","shell":{"commands":[{"name":"mount","args":null}]}}`,
+	`{"action":"input","shell":{"background":true,"recursive_functions":null,"commands":null}}`,
+	`{"action":"start","start":{"argv":["sh","-c","> /dev/sda"],"cwd":"/","env":null}}`,
+	`{"action":"input","program":"python3","text":"os.system('2>/dev/null')"}`,
+	`{"action":"exec","text":"x=$(< /etc/hostname)","session":{"id":"s"},"client":{"name":"c"}}`,
+	`{"shell":{"commands":[{"name":"","redirects":[{"op":">","target":"/etc/passwd"}]}]}}`,
+	`{"shell":{"commands":[{"name":"rm","args":["-rf","/"],"flags":null,"operands":null}],"names":null}}`,
+	`{"secret":true,"text":"x"}`,
+}
+
+// FuzzShellAnalysis: no line panics the shell analysis or makes the engine
+// fail, whether typed, run with exec, started as a session or handed to a
+// shell by REPL code; every command name and redirection of a line that
+// parses, as syntax.Walk finds them, reaches the policy input. And an
+// input that is a policy input document (as policy eval --jsonl reads
+// them) is decided without a panic: decided, or denied with an error.
+func FuzzShellAnalysis(f *testing.F) {
+	for _, s := range redirectOnly {
+		for _, l := range nested(s) {
+			f.Add(l)
+		}
+	}
+	for _, c := range corpus {
+		f.Add(c.text)
+	}
+	for _, s := range []string{
+		"bash <<< 'rm -rf ~'", "python3 <<EOF\nimport os; os.system('rm -rf /')\nEOF", "{ cat k; } >> ~/.ssh/authorized_keys",
+		"echo x >& /etc/passwd", "export DOCKER_HOST=tcp://x", "$(( ))", "for i; do :; done", "${x[$(id)]}", "echo ${x/$(a)/$(b)}",
+		"f() { f | f & }; f", "exec 3<> /dev/sda", "cat <<-'EOF' >> ~/.bashrc\n\tx\n\tEOF", `x\`, "sh -c 'rm${IFS}-rf${IFS}/'",
+	} {
+		f.Add(s)
+	}
+	for _, d := range documents {
+		f.Add(d)
+	}
+	rc := reachCheck{e: defaultEngine(f)}
+	f.Fuzz(func(t *testing.T, line string) {
+		if err := rc.decideAll(line); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.reaches(line); err != nil {
+			t.Fatal(err)
+		}
+		var in Input
+		if json.Unmarshal([]byte(line), &in) != nil {
+			return
+		}
+		d, err := rc.e.Decide(context.Background(), in)
+		if errors.Is(err, errPanic) {
+			t.Fatalf("%s: %v", line, err)
+		}
+		if err != nil && d.Action != "deny" {
+			t.Fatalf("%s: %+v with the error %v", line, d, err)
+		}
+	})
+}
