@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,37 +55,7 @@ func policyMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv
 			}
 			return 0
 		}
-		sc := bufio.NewScanner(stdin)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		failed := false
-		for n := 1; sc.Scan(); n++ {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" {
-				continue
-			}
-			var in policy.Input
-			if err := json.Unmarshal([]byte(line), &in); err != nil {
-				enc.Encode(map[string]string{"error": fmt.Sprintf("line %d: %v", n, err)})
-				failed = true
-				continue
-			}
-			if in.Action == "" {
-				in.Action = *action
-			}
-			if in.Program == "" {
-				in.Program = *program
-			}
-			d, err := e.Decide(ctx, in)
-			if err != nil {
-				failed = true
-			}
-			enc.Encode(d)
-		}
-		if err := sc.Err(); err != nil {
-			fmt.Fprintf(stderr, "termgate: reading stdin: %v\n", err)
-			return 1
-		}
-		if failed {
+		if !evalJSONL(ctx, e, stdin, stdout, stderr, *action, *program) {
 			return 1
 		}
 		return 0
@@ -114,5 +85,88 @@ func policyMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv
 	default:
 		fmt.Fprintf(stderr, "termgate: unknown policy command %q (eval or test)\n", sub)
 		return 2
+	}
+}
+
+// maxDocument is the longest input document policy eval --jsonl reads.
+const maxDocument = 16 << 20
+
+// evalJSONL decides one input document per line of stdin and writes one
+// line per document to stdout: the decision, or an error object
+// ({"line": n, "error": "…"}, with the fail-closed decision when the
+// engine failed) for a line that is not a document, is too long, or made
+// the engine fail. No line stops the evaluation; blank lines are skipped.
+// It reports whether every line was decided.
+func evalJSONL(ctx context.Context, e *policy.Engine, stdin io.Reader, stdout, stderr io.Writer, action, program string) bool {
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	type lineError struct {
+		Line     int              `json:"line"`
+		Error    string           `json:"error"`
+		Decision *policy.Decision `json:"decision,omitempty"`
+	}
+	ok := true
+	fail := func(n int, msg string, d *policy.Decision) {
+		ok = false
+		enc.Encode(lineError{Line: n, Error: msg, Decision: d})
+	}
+	r := bufio.NewReaderSize(stdin, 64<<10)
+	for n := 1; ; n++ {
+		raw, tooLong, err := readDocument(r, maxDocument)
+		if err != nil && !errors.Is(err, io.EOF) {
+			fmt.Fprintf(stderr, "termgate: reading stdin: %v\n", err)
+			return false
+		}
+		line := bytes.TrimSpace(raw)
+		switch {
+		case tooLong:
+			fail(n, fmt.Sprintf("line %d: longer than %d bytes", n, maxDocument), nil)
+		case len(line) == 0:
+		default:
+			var in policy.Input
+			if uerr := json.Unmarshal(line, &in); uerr != nil {
+				fail(n, fmt.Sprintf("line %d: %v", n, uerr), nil)
+				break
+			}
+			if in.Action == "" {
+				in.Action = action
+			}
+			if in.Program == "" {
+				in.Program = program
+			}
+			d, derr := e.Decide(ctx, in)
+			if derr != nil {
+				// The whole error (a recovered panic carries its stack)
+				// goes to stderr; the line's object gets its first line.
+				fmt.Fprintf(stderr, "termgate: line %d: %v\n", n, derr)
+				msg, _, _ := strings.Cut(derr.Error(), "\n")
+				fail(n, fmt.Sprintf("line %d: %s", n, msg), &d)
+				break
+			}
+			enc.Encode(d)
+		}
+		if err != nil { // io.EOF, after the last line
+			return ok
+		}
+	}
+}
+
+// readDocument reads one line, without its newline, of at most max bytes. A
+// longer line is read to its end and dropped (tooLong). err is io.EOF
+// after the last line.
+func readDocument(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > max+1 { // +1: the newline
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), tooLong, err
 	}
 }
