@@ -782,7 +782,7 @@ func readsCode(c Command) (shell, ok bool) {
 
 func isStdinPath(p string) bool {
 	switch p {
-	case "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-":
+	case "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0":
 		return true
 	}
 	return false
