@@ -254,7 +254,7 @@ func (e *Engine) startRemote(ctx context.Context) error {
 		return nil
 	}
 	if _, err := e.poll(ctx); err != nil {
-		return fmt.Errorf("policy bundle %s: %w; no cached bundle to fall back on (%v)", r, err, cerr)
+		return fmt.Errorf("policy bundle: %w; no cached bundle to fall back on (%v)", err, cerr)
 	}
 	if e.Bundle() == nil {
 		return fmt.Errorf("policy bundle %s: the server sent no bundle; no cached bundle to fall back on (%v)", r, cerr)

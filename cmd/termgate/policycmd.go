@@ -27,6 +27,11 @@ func policyMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv
 	action := fs.String("action", "input", "eval: start, input, keys or exec")
 	jsonl := fs.Bool("jsonl", false, "eval: read one input document per line from stdin, write one decision per line")
 	verbose := fs.Bool("v", false, "test: list every test")
+	explain := fs.Bool("explain", false, "eval: print the input document the engine built, the rules that matched (data.termgate.finding) and the bundle, not the decision alone")
+	verifyKey := fs.String("verification-key", getenv("TERMGATE_VERIFICATION_KEY"), "the bundle must be signed with this key (PEM public key or HMAC secret file)")
+	verifyID := fs.String("verification-key-id", "default", "the verification key's id")
+	verifyAlg := fs.String("verification-alg", "RS256", "the signing algorithm")
+	verifyScope := fs.String("verification-scope", "", "the scope the signature must carry")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -35,6 +40,14 @@ func policyMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv
 	}
 	ctx := context.Background()
 	src := policySource(*dir)
+	if *verifyKey != "" {
+		v, err := policy.Verification(*verifyKey, *verifyID, *verifyAlg, *verifyScope)
+		if err != nil {
+			fmt.Fprintf(stderr, "termgate: %v\n", err)
+			return 2
+		}
+		src.Verify = v
+	}
 	switch sub {
 	case "eval":
 		e, err := policy.New(ctx, src)
@@ -44,9 +57,18 @@ func policyMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
+		decide := func(in policy.Input) (any, error) {
+			if *explain {
+				return e.Explain(ctx, in)
+			}
+			return e.Decide(ctx, in)
+		}
+		if *explain {
+			enc.SetIndent("", "  ")
+		}
 		if !*jsonl {
 			in := policy.Input{Action: *action, Program: *program, Text: strings.Join(fs.Args(), " ")}
-			d, err := e.Decide(ctx, in)
+			d, err := decide(in)
 			enc.Encode(d)
 			if err != nil {
 				fmt.Fprintf(stderr, "termgate: %v\n", err)
@@ -74,7 +96,7 @@ func policyMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv
 			if in.Program == "" {
 				in.Program = *program
 			}
-			d, err := e.Decide(ctx, in)
+			d, err := decide(in)
 			if err != nil {
 				failed = true
 			}
