@@ -32,6 +32,11 @@ func startRsyslog(t *testing.T, tlsFiles []string) *rsyslogd {
 	if err != nil {
 		t.Skip("rsyslogd is not installed (Debian package rsyslog; scripts/dev deps installs it): the test against a real collector is skipped")
 	}
+	if tlsFiles != nil {
+		if m, _ := filepath.Glob("/usr/lib/*/rsyslog/lmnsd_ossl.so"); len(m) == 0 {
+			t.Skip("rsyslog's TLS driver is not installed (Debian package rsyslog-openssl; scripts/dev deps installs it): the TLS test against rsyslog is skipped")
+		}
+	}
 	dir := t.TempDir()
 	r := &rsyslogd{t: t, dir: dir, bin: bin, conf: filepath.Join(dir, "rsyslog.conf"), out: filepath.Join(dir, "out.log")}
 	global := fmt.Sprintf(`workDirectory=%q`, dir)
