@@ -20,6 +20,15 @@ import (
 func fit(r Record, limit int) ([]byte, error) {
 	orig := map[string]string{} // path → the whole string
 	var cut []string
+	// Strings longer than the whole record may be are cut at once, without
+	// encoding them first.
+	walk(map[string]any(r), "", func(l leaf) {
+		if l.isString && l.size > limit {
+			orig[l.path] = l.str
+			cut = append(cut, l.path)
+			l.set(truncate(l.str, limit/4))
+		}
+	})
 	for range 256 {
 		if len(cut) > 0 {
 			sort.Strings(cut)

@@ -349,3 +349,39 @@ func testCert(t *testing.T, dir string) (tls.Certificate, string) {
 	}
 	return cert, certFile
 }
+
+// FuzzFit: whatever an agent typed, a record is cut to fit without a
+// panic, stays valid JSON, and keeps its marker's promise.
+func FuzzFit(f *testing.F) {
+	f.Add("echo hi", 3, 10)
+	f.Add(strings.Repeat("ü<>&\x00\"\\", 2000), 40, 900)
+	f.Add(strings.Repeat("\xff\xfe", 5000), 1, 3000)
+	f.Fuzz(func(t *testing.T, s string, n, rep int) {
+		n, rep = n%200, rep%5000
+		if n < 0 {
+			n = -n
+		}
+		if rep < 0 {
+			rep = -rep
+		}
+		long := strings.Repeat(s, rep)
+		long = long[:min(len(long), 1<<20)]
+		args := make([]any, n)
+		for i := range args {
+			args[i] = s
+		}
+		r := Record{}
+		r.Set("process.command_line", long).Set("process.args", args).Set("termgate.policy.input", map[string]any{"text": long, "n": n})
+		b, err := fit(r, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back map[string]any
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("not JSON: %v", err)
+		}
+		if len(b) > 4096 && len(long) > 0 && n <= 8 {
+			t.Fatalf("%d bytes after fit", len(b))
+		}
+	})
+}
