@@ -112,7 +112,7 @@ func versionText() string {
 	}
 	commit := setting("vcs.revision")
 	if commit == "" {
-		commit = "unknown (built outside a git checkout)"
+		commit = "unknown (no VCS stamp: built outside a git clone, or with -buildvcs=false)"
 	} else if setting("vcs.modified") == "true" {
 		commit += " (with uncommitted changes)"
 	}
