@@ -526,3 +526,94 @@ func selfSigned(t testing.TB, dir, name string) (string, string, *x509.CertPool)
 	os.WriteFile(kf, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
 	return cf, kf, pool
 }
+
+// TestLongPolling: a server that offers long polling (OPA's bundle
+// content type, and Prefer: wait=N honoured) delivers a new bundle as
+// soon as it has one, long before the polling delay.
+func TestLongPolling(t *testing.T) {
+	var mu sync.Mutex
+	body := ruleBundle(t, "rev-1", "v1")
+	changed := make(chan struct{})
+	var prefer string
+	held := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		b, ch := body, changed
+		prefer = r.Header.Get("Prefer")
+		mu.Unlock()
+		etag := fmt.Sprintf(`"%x"`, sha256.Sum256(b))
+		if r.Header.Get("If-None-Match") == etag && strings.Contains(r.Header.Get("Prefer"), "wait=") {
+			mu.Lock()
+			held = true
+			mu.Unlock()
+			select { // hold the request until there is something new
+			case <-ch:
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Second):
+				w.Header().Set("Content-Type", "application/vnd.openpolicyagent.bundles")
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+			mu.Lock()
+			b = body
+			mu.Unlock()
+			etag = fmt.Sprintf(`"%x"`, sha256.Sum256(b))
+		}
+		w.Header().Set("Content-Type", "application/vnd.openpolicyagent.bundles")
+		w.Header().Set("ETag", etag)
+		w.Write(b)
+	}))
+	defer srv.Close()
+	cfg := fmt.Sprintf(`{"services": {"s": {"url": %q}}, "bundles": {"termgate": {"resource": "b.tar.gz",
+		"polling": {"min_delay_seconds": 3600, "max_delay_seconds": 3600, "long_polling_timeout_seconds": 30}}}}`, srv.URL)
+	r, err := ParseRemote([]byte(cfg), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e, err := New(ctx, Source{Remote: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports := make(chan *Bundle, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Watch(ctx, 0, func(b *Bundle, err error) {
+			if err == nil {
+				reports <- b
+			}
+		})
+	}()
+	// Wait until the watcher's request is held, then publish v2: with an
+	// hour between polls, only the held request can bring it.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		p, h := prefer, held
+		mu.Unlock()
+		if h && strings.Contains(p, "wait=30") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no long-poll request (Prefer %q)", p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	body = ruleBundle(t, "rev-2", "v2")
+	close(changed)
+	mu.Unlock()
+	select {
+	case b := <-reports:
+		if b.Revision != "rev-2" || ruleOf(t, e) != "v2" {
+			t.Fatalf("long poll brought %+v", b)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held request did not bring v2")
+	}
+	cancel()
+	<-done
+}
