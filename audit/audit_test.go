@@ -270,7 +270,7 @@ func TestSyslogForwards(t *testing.T) {
 		}
 	}()
 	for _, target := range []string{"udp://" + udp.LocalAddr().String(), "tcp://" + tcp.Addr().String(), "unix://" + sock} {
-		fw, err := NewSyslog(target)
+		fw, err := NewSyslog(SyslogOptions{Target: target, BufferDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}

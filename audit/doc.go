@@ -25,6 +25,24 @@
 // verifies. Rotation by size ends a file with a checkpoint, moves it to
 // Path.NNNNNN and goes on with the same chain in a new file.
 //
+// # Size and time
+//
+// @timestamp is RFC 3339, UTC, with exactly six fractional digits
+// (TimeFormat). A record's line is at most Options.MaxRecord bytes
+// (DefaultMaxRecord, 7,680): rsyslog's default message size, 8 KiB, less
+// room for the syslog header. Longer fields are cut before the record is
+// sealed (fit): a string keeps a prefix and ends with
+// "…[truncated: N bytes, sha256:HEX]" (the whole value's length and hash),
+// a long array keeps its first half, and termgate.truncated lists the
+// fields cut. The file and every forwarded copy hold the same record.
+//
+// # Forwarding
+//
+// Syslog sends each line as RFC 5424 over UDP, TCP or TLS (octet
+// counting, RFC 6587 and 5425) or a unix socket, from a bounded buffer on
+// disk that outlives the process, reconnecting with backoff; what the
+// buffer cannot hold is dropped and counted (Stats).
+//
 // Decisions, written down: canonical JSON is encoding/json's (not RFC
 // 8785): the gateway writes and verifies with the same encoder, and
 // json.Number keeps numbers as written. The chain is keyed rather than

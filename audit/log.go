@@ -75,7 +75,15 @@ type Options struct {
 	// (default 1000); a checkpoint is also written at rotation and close.
 	Checkpoint int
 	Forward    Forwarder // also sends every line here (syslog), if set
+	// MaxRecord bounds a record's line in bytes (default DefaultMaxRecord):
+	// longer string fields are cut, with a marker giving their length and
+	// sha256, so that a record reaches a collector whole.
+	MaxRecord int
 }
+
+// DefaultMaxRecord is the default bound of a record's line: rsyslog's
+// default message size (8 KiB) less room for the syslog header.
+const DefaultMaxRecord = 7680
 
 // Forwarder receives every line written, best effort.
 type Forwarder interface {
@@ -113,6 +121,12 @@ func Open(o Options) (*Log, error) {
 	}
 	if o.Checkpoint <= 0 {
 		o.Checkpoint = 1000
+	}
+	if o.MaxRecord <= 0 {
+		o.MaxRecord = DefaultMaxRecord
+	}
+	if o.MaxRecord < 2048 {
+		return nil, errors.New("audit: a record must be allowed at least 2048 bytes")
 	}
 	if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -215,7 +229,7 @@ func (l *Log) Write(r Record, sync bool) error {
 
 func (l *Log) writeLocked(r Record, sync bool) error {
 	if _, ok := r.Get("@timestamp"); !ok {
-		r.Set("@timestamp", time.Now().UTC().Format(time.RFC3339Nano))
+		r.Set("@timestamp", time.Now().UTC().Format(TimeFormat))
 	}
 	r.Set("event.sequence", l.seq+1)
 	r.Set("termgate.chain.prev", l.prev)
@@ -223,6 +237,12 @@ func (l *Log) writeLocked(r Record, sync bool) error {
 	canon, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("audit: encoding a record: %w", err)
+	}
+	// The seal adds `"hash":"<64 hex>",` and the newline: 76 bytes.
+	if len(canon)+76 > l.opt.MaxRecord {
+		if canon, err = fit(r, l.opt.MaxRecord-76); err != nil {
+			return fmt.Errorf("audit: encoding a record: %w", err)
+		}
 	}
 	h := seal(l.opt.Key, canon)
 	r.Set("termgate.chain.hash", h)

@@ -19,9 +19,16 @@ ranked := sort([[
 	some f in finding
 ])
 
-# No finding allows; one finding decides; of more, the first ranked does.
-# (The else chain spares the ranking for the common cases. A finding with
-# an unknown action or severity decides nothing, alone or ranked.)
+# METADATA
+# title: The gateway's decision on one input
+# description: >-
+#   What termgate asks of the bundle (query data.termgate.decision): an
+#   object with action (allow, deny or confirm), rule, reason, severity and
+#   profile. No finding allows; one finding decides; of more, the first
+#   ranked does. (The else chain spares the ranking for the common cases.
+#   A finding with an unknown action or severity decides nothing, alone or
+#   ranked.)
+# entrypoint: true
 decision := {
 	"action": "allow",
 	"rule": "allow.default",

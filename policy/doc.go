@@ -118,4 +118,33 @@
 // process) in strict mode, prepares the query once, and can watch a
 // directory and swap in a new bundle when it changes: a bundle that fails
 // to load is rejected and the last good one stays in force.
+//
+// # Bundles for a fleet
+//
+// A bundle can come from a bundle server, as an OPA agent pulls one
+// (Remote): an OPA configuration with services, one bundle and keys
+// (ParseRemote), or a bundle's URL alone (RemoteURL). OPA's packages do
+// the work: plugins/rest (bearer token or token file, client
+// certificate, a CA for the server), download (If-None-Match with the
+// ETag in force, long polling where the server offers it, OPA's backoff)
+// and bundle (reading, signature verification). A bundle that fails to
+// download, read, verify or compile is rejected and the last good one
+// stays in force; Watch reports each rejection. The last good bundle is
+// kept on disk with its ETag, and a restart that cannot reach the server
+// starts from it (verified again); with neither, New fails.
+//
+// Source.Verify (Verification: OPA's --verification-key, key id, signing
+// algorithm, scope) makes signatures mandatory for every bundle read from
+// a directory, a .tar.gz or a server: an unsigned bundle, a tampered one
+// and one signed with another key are refused. Without it a signed bundle
+// is refused too, since its signature cannot be checked. Departing from
+// OPA: keys configured without a signing block do not let unsigned
+// bundles through.
+//
+// Every decision names the bundle that made it (Decision.Bundle: source,
+// revision, hash) and carries the input document the engine built
+// (Decision.Input): with the bundle, `opa eval -d BUNDLE -i input.json
+// data.termgate.decision` replays it. Explain adds the rules that matched
+// (data.termgate.finding). A .tar.gz bundle's hash is the file's sha256,
+// what `sha256sum` prints for the artifact a fleet publishes.
 package policy

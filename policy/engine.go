@@ -80,6 +80,13 @@ type Decision struct {
 	Reason   string `json:"reason"`
 	Severity string `json:"severity,omitempty"`
 	Profile  string `json:"profile,omitempty"`
+
+	// Bundle is the bundle that decided and Input the document it judged,
+	// as the engine built it (parsed shell, derived lists): what an audit
+	// record needs to say which policy decided and to replay the decision
+	// with `opa eval`. Neither is part of the policy's answer.
+	Bundle *Bundle `json:"-"`
+	Input  *Input  `json:"-"`
 }
 
 // Prepare fills the fields the gateway derives: the parsed shell line for
@@ -117,10 +124,21 @@ type Source struct {
 	Dir string
 	// FS is the embedded default bundle.
 	FS fs.FS
+	// Remote is a bundle server (see remote.go); Dir and FS are then unused.
+	Remote *Remote
+	// Verify, when set, is the key configuration a bundle's signature must
+	// verify under (OPA's .signatures.json, as `opa build --signing-key`
+	// writes it): an unsigned or tampered bundle is refused. When unset, a
+	// signed bundle is refused too (its signature cannot be checked). The
+	// embedded bundle is part of the binary and is not checked.
+	Verify *bundle.VerificationConfig
 }
 
 func (s Source) String() string {
-	if s.Dir != "" {
+	switch {
+	case s.Remote != nil:
+		return s.Remote.String()
+	case s.Dir != "":
 		return s.Dir
 	}
 	return "embedded default bundle"
@@ -128,15 +146,18 @@ func (s Source) String() string {
 
 // Bundle is one loaded, compiled bundle.
 type Bundle struct {
-	Revision string    // the manifest revision, or sha256 of the files
-	Hash     string    // sha256 of the files, always
+	Revision string    // the manifest revision, or the start of Hash
+	Hash     string    // "sha256:<hex>": of the .tar.gz as served or read (what sha256sum prints), or of a directory's files
+	Signed   bool      // its signature verified under Source.Verify
+	Cached   bool      // a bundle server's, loaded from the local cache at start
 	Source   string    // where it came from
 	Loaded   time.Time // when it was compiled
 	Rules    []string  // rule ids the bundle's data lists (data.termgate.rules), if any
 	Profiles []string  // sandbox profiles the bundle defines
 	query    rego.PreparedEvalQuery
 	data     map[string]any
-	lists    listIndex // which lists of data.termgate.lists hold a string
+	modules  map[string]string // path → source, for Explain
+	lists    listIndex         // which lists of data.termgate.lists hold a string
 }
 
 // index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic and each
@@ -253,6 +274,7 @@ type Engine struct {
 	src     Source
 	mu      sync.RWMutex
 	current *Bundle
+	remote  *remoteState // a bundle server's downloader state, or nil
 	timeout time.Duration
 	// parsers holds shell parsers for reuse: a parser is ~2 KB, a third
 	// of what parsing a line allocates.
@@ -261,13 +283,24 @@ type Engine struct {
 
 // New loads and compiles the bundle. It fails if the bundle does not load
 // or compile, or does not define the decision.
+//
+// With a bundle server (Source.Remote), New starts from the cached bundle
+// when there is one that loads (a restart works offline), and otherwise
+// downloads the bundle once; it fails when neither gives a bundle.
 func New(ctx context.Context, src Source) (*Engine, error) {
+	e := &Engine{src: src, timeout: time.Second}
+	e.parsers.New = func() any { return newParser() }
+	if src.Remote != nil {
+		if err := e.startRemote(ctx); err != nil {
+			return nil, err
+		}
+		return e, nil
+	}
 	b, err := load(ctx, src)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{src: src, current: b, timeout: time.Second}
-	e.parsers.New = func() any { return newParser() }
+	e.current = b
 	return e, nil
 }
 
@@ -314,20 +347,28 @@ func (e *Engine) Decide(ctx context.Context, in Input) (d Decision, err error) {
 	rs, err := b.query.Eval(ctx, rego.EvalParsedInput(in.value()), rego.EvalMetrics(metrics.NoOp()),
 		rego.EvalExternalCancel(c))
 	if err != nil {
-		return denied("policy.error", "the policy failed: "+err.Error()), fmt.Errorf("evaluating policy: %w", err)
+		return b.denied(&in, "policy.error", "the policy failed: "+err.Error()), fmt.Errorf("evaluating policy: %w", err)
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return denied("policy.undefined", "the policy defines no decision for this input"), nil
+		return b.denied(&in, "policy.undefined", "the policy defines no decision for this input"), nil
 	}
 	d, err = toDecision(rs[0].Expressions[0].Value)
 	if err != nil {
-		return denied("policy.invalid", err.Error()), nil
+		return b.denied(&in, "policy.invalid", err.Error()), nil
 	}
+	d.Bundle, d.Input = b, &in
 	return d, nil
 }
 
 // errPanic marks an error made of a panic the engine recovered from.
 var errPanic = errors.New("panic")
+
+// denied is a deny of the engine's own, with its provenance.
+func (b *Bundle) denied(in *Input, rule, reason string) Decision {
+	d := denied(rule, reason)
+	d.Bundle, d.Input = b, in
+	return d
+}
 
 func denied(rule, reason string) Decision {
 	return Decision{Action: "deny", Rule: rule, Reason: reason, Severity: "high"}
@@ -355,8 +396,13 @@ func toDecision(v any) (Decision, error) {
 	return d, nil
 }
 
-// Reload loads the bundle again. On error the bundle in force stays.
+// Reload loads the bundle again (from a bundle server: asks it once, and
+// returns the bundle in force when it has nothing newer). On error the
+// bundle in force stays.
 func (e *Engine) Reload(ctx context.Context) (*Bundle, error) {
+	if e.remote != nil {
+		return e.poll(ctx)
+	}
 	b, err := load(ctx, e.src)
 	if err != nil {
 		return nil, err
@@ -371,7 +417,17 @@ func (e *Engine) Reload(ctx context.Context) (*Bundle, error) {
 // when it changes, until ctx ends. report is called after every attempt:
 // with the new bundle, or with the error that kept the old one in force.
 // An embedded bundle never changes; Watch then just waits for ctx.
+//
+// A bundle server is polled as OPA polls it (its bundles' polling
+// settings, not interval): If-None-Match with the ETag in force, long
+// polling where the server offers it, backoff after failures. report is
+// then called for each new bundle, each bundle rejected, and each failure
+// to download that differs from the one before.
 func (e *Engine) Watch(ctx context.Context, interval time.Duration, report func(*Bundle, error)) {
+	if e.remote != nil {
+		e.watchRemote(ctx, report)
+		return
+	}
 	if e.src.Dir == "" {
 		<-ctx.Done()
 		return
@@ -447,14 +503,18 @@ type files struct {
 	data     map[string]any
 	revision string
 	hash     string
+	signed   bool
 }
 
 func load(ctx context.Context, src Source) (*Bundle, error) {
 	var f files
 	var err error
 	switch {
-	case src.Dir != "" && (strings.HasSuffix(src.Dir, ".tar.gz") || strings.HasSuffix(src.Dir, ".tgz")):
-		f, err = readTarball(src.Dir)
+	case src.Dir != "" && isTarball(src.Dir):
+		var raw []byte
+		if raw, err = os.ReadFile(src.Dir); err == nil {
+			f, err = readTarball(raw, src.Verify)
+		}
 	case src.Dir != "":
 		fi, serr := os.Stat(src.Dir)
 		if serr != nil {
@@ -463,7 +523,11 @@ func load(ctx context.Context, src Source) (*Bundle, error) {
 		if !fi.IsDir() {
 			return nil, fmt.Errorf("policy bundle %s: not a directory or a .tar.gz bundle", src.Dir)
 		}
-		f, err = readFS(os.DirFS(src.Dir))
+		if src.Verify != nil {
+			f, err = readSignedDir(src.Dir, src.Verify)
+		} else {
+			f, err = readFS(os.DirFS(src.Dir))
+		}
 	case src.FS != nil:
 		f, err = readFS(src.FS)
 	default:
@@ -472,6 +536,16 @@ func load(ctx context.Context, src Source) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy bundle %s: %w", src, err)
 	}
+	return compile(ctx, f, src.String())
+}
+
+func isTarball(name string) bool {
+	return strings.HasSuffix(name, ".tar.gz") || strings.HasSuffix(name, ".tgz")
+}
+
+// compile prepares the decision query over a bundle's files and checks
+// that it decides.
+func compile(ctx context.Context, f files, src string) (*Bundle, error) {
 	if len(f.modules) == 0 {
 		return nil, fmt.Errorf("policy bundle %s: no .rego files", src)
 	}
@@ -495,7 +569,7 @@ func load(ctx context.Context, src Source) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy bundle %s does not compile: %w", src, err)
 	}
-	b := &Bundle{Revision: f.revision, Hash: f.hash, Source: src.String(), Loaded: time.Now(), query: pq, data: f.data}
+	b := &Bundle{Revision: f.revision, Hash: f.hash, Signed: f.signed, Source: src, Loaded: time.Now(), query: pq, data: f.data, modules: f.modules}
 	if b.Revision == "" {
 		b.Revision = f.hash[:19]
 	}
@@ -602,17 +676,51 @@ func mergeAt(data map[string]any, dirs []string, v map[string]any) error {
 	return nil
 }
 
-func readTarball(file string) (files, error) {
-	fh, err := os.Open(file)
+// readTarball reads an OPA bundle (.tar.gz) with OPA's reader, which
+// checks its signature under verify. Its hash is the file's.
+func readTarball(raw []byte, verify *bundle.VerificationConfig) (files, error) {
+	r := bundle.NewReader(bytes.NewReader(raw))
+	return readBundle(r, verify, "sha256:"+sha256Hex(raw))
+}
+
+// readSignedDir reads a bundle directory with OPA's reader, to check the
+// .signatures.json that `opa sign` writes beside the files.
+func readSignedDir(dir string, verify *bundle.VerificationConfig) (files, error) {
+	ld, err := bundle.NewFSLoader(os.DirFS(dir))
 	if err != nil {
 		return files{}, err
 	}
-	defer fh.Close()
-	raw, err := bundle.NewReader(fh).Read()
+	f, err := readBundle(bundle.NewCustomReader(ld), verify, "")
 	if err != nil {
+		return f, err
+	}
+	// A directory's hash is its files', as for an unsigned one.
+	plain, err := readFS(os.DirFS(dir))
+	if err != nil {
+		return f, err
+	}
+	f.hash = plain.hash
+	return f, nil
+}
+
+func readBundle(r *bundle.Reader, verify *bundle.VerificationConfig, hash string) (files, error) {
+	raw, err := r.WithBundleVerificationConfig(verify).WithRegoVersion(ast.RegoV1).Read()
+	if err != nil {
+		if verify == nil && strings.Contains(err.Error(), "verification key not provided") {
+			return files{}, errors.New("the bundle is signed and no verification key is configured to check it (--verification-key)")
+		}
 		return files{}, fmt.Errorf("reading bundle: %w", err)
 	}
-	f := files{modules: map[string]string{}, data: raw.Data, revision: raw.Manifest.Revision}
+	return fromOPA(raw, verify != nil, hash)
+}
+
+// fromOPA takes a bundle OPA's reader has read (and verified). Delta
+// bundles are refused: the engine needs every rule and list at once.
+func fromOPA(raw bundle.Bundle, signed bool, hash string) (files, error) {
+	if raw.Type() != bundle.SnapshotBundleType {
+		return files{}, errors.New("a delta bundle: only snapshot bundles are accepted")
+	}
+	f := files{modules: map[string]string{}, data: raw.Data, revision: raw.Manifest.Revision, signed: signed, hash: hash}
 	if f.data == nil {
 		f.data = map[string]any{}
 	}
@@ -625,10 +733,17 @@ func readTarball(file string) (files, error) {
 		fmt.Fprintf(h, "%s\x00%d\x00", m.Path, len(m.Raw))
 		h.Write(m.Raw)
 	}
-	db, _ := json.Marshal(f.data)
-	h.Write(db)
-	f.hash = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	if f.hash == "" {
+		db, _ := json.Marshal(f.data)
+		h.Write(db)
+		f.hash = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	}
 	return f, nil
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
 // Data returns the bundle's data at path (data.termgate.redaction is
@@ -645,4 +760,70 @@ func (b *Bundle) Data(path ...string) (any, bool) {
 		}
 	}
 	return v, true
+}
+
+// Build returns the document the engine would judge for in: the parsed
+// shell and the derived lists, under the bundle in force.
+func (e *Engine) Build(in Input) Input {
+	parsed := in.Shell == nil
+	p := e.parsers.Get().(*syntax.Parser)
+	in.prepare(p)
+	e.parsers.Put(p)
+	e.Bundle().derive(&in, parsed)
+	return in
+}
+
+// Explanation is a decision with what led to it.
+type Explanation struct {
+	// Input is the document the engine built and the policy judged: what
+	// `opa eval -I` (or -i FILE) takes to replay the decision.
+	Input *Input `json:"input"`
+	// Findings are the rules that matched (data.termgate.finding, the set
+	// the default bundle's decision ranks); nil when the bundle has no
+	// such rule.
+	Findings []any    `json:"findings"`
+	Decision Decision `json:"decision"`
+	Bundle   struct {
+		Source   string `json:"source"`
+		Revision string `json:"revision"`
+		Hash     string `json:"hash"`
+	} `json:"bundle"`
+}
+
+// FindingsQuery names the rules that matched, for Explain.
+const FindingsQuery = "data.termgate.finding"
+
+// Explain decides in and says why.
+func (e *Engine) Explain(ctx context.Context, in Input) (Explanation, error) {
+	d, err := e.Decide(ctx, in)
+	var x Explanation
+	x.Decision, x.Input = d, d.Input
+	b := d.Bundle
+	if b == nil {
+		b = e.Bundle()
+	}
+	x.Bundle.Source, x.Bundle.Revision, x.Bundle.Hash = b.Source, b.Revision, b.Hash
+	if err != nil || x.Input == nil {
+		return x, err
+	}
+	opts := []func(*rego.Rego){
+		rego.Query(FindingsQuery),
+		rego.Capabilities(Capabilities()),
+		rego.SetRegoVersion(ast.RegoV1),
+		rego.Store(inmem.NewFromObjectWithOpts(b.data, inmem.OptReturnASTValuesOnRead(true))),
+		rego.ParsedInput(x.Input.value()),
+	}
+	for n, src := range b.modules {
+		opts = append(opts, rego.Module(n, src))
+	}
+	rs, err := rego.New(opts...).Eval(ctx)
+	if err != nil {
+		return x, fmt.Errorf("evaluating %s: %w", FindingsQuery, err)
+	}
+	if len(rs) > 0 && len(rs[0].Expressions) > 0 {
+		if set, ok := rs[0].Expressions[0].Value.([]any); ok {
+			x.Findings = set
+		}
+	}
+	return x, nil
 }

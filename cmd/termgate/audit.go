@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/policy"
 	"github.com/termgate/termgate/redact"
 	"github.com/termgate/termgate/session"
 )
@@ -31,7 +35,16 @@ import (
 //   - the input goes in process.command_line, redacted; input typed with
 //     the terminal's echo off is "[input suppressed: echo off]";
 //   - rule.id is the deciding rule, rule.ruleset the bundle's source and
-//     rule.version its revision; what ECS lacks is under termgate.*;
+//     rule.version its revision: of the bundle that made this decision
+//     (it travels with the decision, so a reload in between cannot
+//     misattribute it); termgate.policy.hash is that bundle's sha256 and
+//     termgate.policy.input the document it judged, redacted, for
+//     `opa eval` (see policyInput); what ECS lacks is under termgate.*;
+//   - @timestamp has six fractional digits and a record is at most
+//     --audit-max-record bytes (package audit cuts long fields);
+//   - records the syslog buffer could not hold are counted: an
+//     audit-forward-dropped record (at most one a minute, and at stop),
+//     a warning in the log, and session_info's stages say how many;
 //   - gen_ai.tool.name and gen_ai.tool.call.id tie a tool call to its
 //     decision, its write and its output (the call id is the gateway's own
 //     correlation id); gen_ai.agent.name is the MCP client's name.
@@ -55,15 +68,20 @@ func withCall(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 type ecsAuditor struct {
 	log      *audit.Log
 	red      *redact.Engine
-	revision func() (source, revision string)
-	failOpen bool // --audit-fail=continue
+	policy   *policy.Engine // the bundle in force, and the input documents of redacted text
+	fw       *audit.Syslog  // the syslog forwarder, or nil
+	failOpen bool           // --audit-fail=continue
 	logger   *slog.Logger
 	user     string
 	host     string
 	version  string // read from the build info once: parsing it costs more than the rest of a record
+
+	dropMu       sync.Mutex
+	dropReported int64     // forwarded records dropped, as last reported
+	dropAt       time.Time // when last reported
 }
 
-func newAuditor(cfg Config, red *redact.Engine, revision func() (string, string), logger *slog.Logger, getenv func(string) string) (*ecsAuditor, error) {
+func newAuditor(cfg Config, red *redact.Engine, engine *policy.Engine, logger *slog.Logger, getenv func(string) string) (*ecsAuditor, error) {
 	path, keyPath := cfg.AuditLog, cfg.AuditKey
 	state := stateDir(getenv)
 	if path == "" {
@@ -76,9 +94,17 @@ func newAuditor(cfg Config, red *redact.Engine, revision func() (string, string)
 	if err != nil {
 		return nil, err
 	}
-	o := audit.Options{Path: path, Key: key, MaxSize: cfg.AuditMaxSize, SyncEvery: cfg.AuditSync}
+	o := audit.Options{Path: path, Key: key, MaxSize: cfg.AuditMaxSize, SyncEvery: cfg.AuditSync, MaxRecord: cfg.AuditMaxRecord}
+	var fw *audit.Syslog
 	if cfg.AuditSyslog != "" {
-		fw, err := audit.NewSyslog(cfg.AuditSyslog)
+		spool := cfg.AuditSyslogSpool
+		if spool == "" {
+			spool = filepath.Join(state, "syslog-buffer")
+		}
+		fw, err = audit.NewSyslog(audit.SyslogOptions{
+			Target: cfg.AuditSyslog, BufferDir: spool, BufferSize: cfg.AuditSyslogBuffer,
+			CAFile: cfg.AuditSyslogCA, CertFile: cfg.AuditSyslogCert, KeyFile: cfg.AuditSyslogKey,
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -86,9 +112,12 @@ func newAuditor(cfg Config, red *redact.Engine, revision func() (string, string)
 	}
 	l, err := audit.Open(o)
 	if err != nil {
+		if fw != nil {
+			fw.Close()
+		}
 		return nil, err
 	}
-	a := &ecsAuditor{log: l, red: red, revision: revision, failOpen: cfg.AuditFail == "continue", logger: logger, version: version()}
+	a := &ecsAuditor{log: l, red: red, policy: engine, fw: fw, failOpen: cfg.AuditFail == "continue", logger: logger, version: version()}
 	if u, err := user.Current(); err == nil {
 		a.user = u.Username
 	}
@@ -116,10 +145,53 @@ func (a *ecsAuditor) Record(ctx context.Context, ev AuditEvent) error {
 		a.logger.Error("audit write failed; going on unrecorded (--audit-fail=continue)", "err", err)
 		return nil
 	}
+	if err == nil && ev.Kind != "forward_dropped" {
+		a.reportDrops(false)
+	}
 	return err
 }
 
-func (a *ecsAuditor) close() error { return a.log.Close() }
+// reportDrops records and logs forwarded records the syslog buffer could
+// not hold, when there are new ones: at most once a minute, or now.
+func (a *ecsAuditor) reportDrops(now bool) {
+	if a.fw == nil {
+		return
+	}
+	n := a.fw.Dropped()
+	a.dropMu.Lock()
+	if n == a.dropReported || !now && time.Since(a.dropAt) < time.Minute {
+		a.dropMu.Unlock()
+		return
+	}
+	since := n - a.dropReported
+	a.dropReported, a.dropAt = n, time.Now()
+	a.dropMu.Unlock()
+	st := a.fw.Stats()
+	a.logger.Warn("audit records were not forwarded: the syslog buffer was full", "dropped", since, "dropped_total", n,
+		"target", st.Target, "pending", st.Pending, "last_error", st.LastError)
+	_ = a.Record(context.Background(), AuditEvent{Kind: "forward_dropped", Fields: map[string]any{
+		"termgate.forward.target": st.Target, "termgate.forward.dropped": since, "termgate.forward.dropped_total": n,
+		"termgate.forward.pending": st.Pending, "termgate.forward.sent": st.Sent,
+	}})
+}
+
+// Describe says what the audit stage is doing, for session_info.
+func (a *ecsAuditor) Describe() string {
+	if a.fw == nil {
+		return "on"
+	}
+	st := a.fw.Stats()
+	s := fmt.Sprintf("on; syslog %s: %d sent, %d pending, %d dropped", st.Target, st.Sent, st.Pending, st.Dropped)
+	if !st.Connected && st.LastError != "" {
+		s += " (not connected: " + a.red.Redact(st.LastError) + ")"
+	}
+	return s
+}
+
+func (a *ecsAuditor) close() error {
+	a.reportDrops(true)
+	return a.log.Close()
+}
 
 var severityNumber = map[string]int{"low": 1, "medium": 2, "high": 3, "critical": 4}
 
@@ -167,9 +239,13 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 	if in.Secret {
 		text = "[input suppressed: echo off]"
 	}
-	source, revision := a.revision()
+	inForce := a.policy.Bundle()
+	source, revision, hash := inForce.Source, inForce.Revision, inForce.Hash
 	setRule := func(d Decision) {
-		r.Set("rule.id", d.Rule).Set("rule.ruleset", source).Set("rule.version", revision)
+		if p := d.Policy; p != nil {
+			source, revision, hash = p.Source, p.Revision, p.Hash
+		}
+		r.Set("rule.id", d.Rule).Set("rule.ruleset", source).Set("rule.version", revision).Set("termgate.policy.hash", hash)
 		r.Set("termgate.decision.action", d.Action).Set("termgate.decision.rule", d.Rule)
 		if d.Severity != "" {
 			r.Set("termgate.decision.severity", d.Severity).Set("event.severity", severityNumber[d.Severity])
@@ -190,6 +266,7 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 			Set("event.action", inputAction(in.Action)).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[allowed])
 		setInput(r, in.Action, text)
 		setRule(ev.Decision)
+		a.setPolicyInput(r, in, ev.Decision)
 		security = !allowed || strings.Contains(ev.Decision.Reason, "(confirmed") || in.Action == "start"
 		msg = fmt.Sprintf("%s %s by %s", map[bool]string{true: "allowed", false: "denied"}[allowed], inputAction(in.Action), ev.Decision.Rule)
 	case "confirmation_asked":
@@ -197,6 +274,7 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 			Set("event.action", "confirmation-requested").Set("event.outcome", "unknown")
 		setInput(r, in.Action, text)
 		setRule(ev.Decision)
+		a.setPolicyInput(r, in, ev.Decision)
 		r.Set("termgate.confirmation.via", "mcp-elicitation")
 		security, msg = true, "asked the human to confirm: "+ev.Decision.Rule
 	case "confirmation_answered":
@@ -204,6 +282,7 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 			Set("event.action", "confirmation-answered").Set("event.outcome", map[bool]string{true: "success", false: "failure"}[ev.Approved])
 		setInput(r, in.Action, text)
 		setRule(ev.Decision)
+		a.setPolicyInput(r, in, ev.Decision)
 		r.Set("termgate.confirmation.approved", ev.Approved).Set("termgate.confirmation.answered_by", "human (MCP client)").
 			Set("termgate.confirmation.via", "mcp-elicitation").Set("termgate.confirmation.detail", red(ev.Outcome))
 		security, msg = true, "confirmation "+map[bool]string{true: "approved", false: "not given"}[ev.Approved]+": "+red(ev.Outcome)
@@ -279,11 +358,21 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 		ok := ev.Err == ""
 		r.Set("event.category", []string{"configuration"}).Set("event.type", []string{map[bool]string{true: "info", false: "change"}[ev.Kind == "policy_load"]}).
 			Set("event.action", strings.ReplaceAll(ev.Kind, "_", "-")).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[ok]).
-			Set("rule.ruleset", source).Set("rule.version", revision)
+			Set("rule.ruleset", source).Set("rule.version", revision).Set("termgate.policy.hash", hash)
+		for k, v := range bundleFields(inForce) {
+			r.Set(k, v)
+		}
 		if !ok {
 			r.Set("error.message", red(ev.Err))
 		}
 		security, msg = true, strings.ReplaceAll(ev.Kind, "_", " ")
+		if !ok {
+			msg += " rejected; the last good bundle stays in force: " + red(ev.Err)
+		}
+	case "forward_dropped":
+		r.Set("event.category", []string{"configuration"}).Set("event.type", []string{"info"}).
+			Set("event.action", "audit-forward-dropped").Set("event.outcome", "failure")
+		security, msg = true, "audit records were not forwarded: the syslog buffer was full"
 	}
 	for k, v := range ev.Fields {
 		r.Set(k, v)
@@ -372,4 +461,99 @@ func (g *gateway) sessionFacts(s *session.Session, recording string) *SessionFac
 		Sandbox: g.sandboxText(s), SandboxStatus: s.Sandbox(),
 	}
 	return f
+}
+
+func (a *ecsAuditor) setPolicyInput(r audit.Record, in GateInput, d Decision) {
+	if doc, redacted := a.policyInput(in, d); doc != nil {
+		r.Set("termgate.policy.input", doc)
+		if redacted {
+			r.Set("termgate.policy.input_redacted", true)
+		}
+	}
+}
+
+// policyInput is the document the policy judged, as a decision record
+// carries it (termgate.policy.input): redacted, and still a document
+// `opa eval` replays. redacted reports that redaction changed it.
+//
+// When redaction leaves the input's text, argv and cwd as they were, it
+// is the decision's own document. When redaction masked something there,
+// the engine builds the document again from the redacted input, so the
+// record holds no secret the text's redaction removed (an argument alone
+// may not look like a secret without the words around it) and a replay
+// judges the command as it was logged: the better the redactor keeps the
+// command and its separators around a mask, the closer that replay is to
+// the decision. Either way every string of the document then passes the
+// redactor once more: a secret can hide in a form the text does not show
+// ($'\x67hp_…' is unquoted in the arguments).
+func (a *ecsAuditor) policyInput(in GateInput, d Decision) (any, bool) {
+	if d.Policy == nil || d.Policy.Input == nil || a.policy == nil {
+		return nil, false
+	}
+	doc := d.Policy.Input
+	red := a.red.Redact
+	masked := in
+	masked.Text = red(in.Text)
+	redactRef := func(g *GateRef) *GateRef {
+		if g == nil {
+			return nil
+		}
+		c := *g
+		c.Cwd = red(g.Cwd)
+		c.Argv = make([]string, len(g.Argv))
+		for i, s := range g.Argv {
+			c.Argv[i] = red(s)
+		}
+		return &c
+	}
+	masked.Session, masked.Start = redactRef(in.Session), redactRef(in.Start)
+	orig, redd := toPolicyInput(in), toPolicyInput(masked)
+	changed := !reflect.DeepEqual(orig, redd)
+	if changed {
+		built := a.policy.Build(redd)
+		doc = &built
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	if redactStrings(v, red) {
+		changed = true
+	}
+	return v, changed
+}
+
+// redactStrings redacts every string in a decoded JSON value, in place,
+// and reports whether one changed.
+func redactStrings(v any, red func(string) string) bool {
+	changed := false
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if s, ok := e.(string); ok {
+				if r := red(s); r != s {
+					x[k], changed = r, true
+				}
+				continue
+			}
+			changed = redactStrings(e, red) || changed
+		}
+	case []any:
+		for i, e := range x {
+			if s, ok := e.(string); ok {
+				if r := red(s); r != s {
+					x[i], changed = r, true
+				}
+				continue
+			}
+			changed = redactStrings(e, red) || changed
+		}
+	}
+	return changed
 }

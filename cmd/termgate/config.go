@@ -37,12 +37,30 @@ type Config struct {
 	AuditKey       string        // the chain key file; empty: beside the default log
 	AuditMaxSize   int64         // rotate the audit log past this many bytes
 	AuditSync      time.Duration // fsync non-security records this often
-	AuditSyslog    string        // also forward records: udp://h:p, tcp://h:p, unix:///path
+	AuditSyslog    string        // also forward records: udp://h:p, tcp://h:p, tls://h:p, unix:///path
 	AuditFail      string        // refuse (default) or continue when the audit log cannot be written
 	RecordDir      string        // write an asciicast per session here
 	Sandbox        string        // enforce (default), best-effort, off
 	ConfirmMode    string        // human (default), agent
 	SessionUser    string        // run sessions as this user
+
+	PolicyURL         string // a bundle server: the bundle's URL (polled as OPA polls)
+	PolicyConfig      string // a bundle server: an OPA configuration file (services, bundles, keys)
+	PolicyTokenFile   string // --policy-url: a bearer token file, read for every request
+	PolicyClientCert  string // --policy-url: a client certificate (PEM)
+	PolicyClientKey   string // --policy-url: its key (PEM)
+	PolicyCACert      string // --policy-url: the CA that signs the server's certificate
+	PolicyCache       string // where the last good bundle from a server is kept
+	VerificationKey   string // a PEM public key (or HMAC secret) file: bundles must be signed with it
+	VerificationKeyID string // the key's id, as OPA's --verification-key-id
+	VerificationAlg   string // as OPA's --signing-alg
+	VerificationScope string // as OPA's --scope
+	AuditSyslogCA     string // tls:// syslog: the CA that signs the collector's certificate
+	AuditSyslogCert   string // tls:// syslog: the gateway's client certificate
+	AuditSyslogKey    string // tls:// syslog: its key
+	AuditSyslogBuffer int64  // bytes the on-disk syslog buffer may hold
+	AuditSyslogSpool  string // the on-disk syslog buffer's directory
+	AuditMaxRecord    int    // bytes one audit record may take
 }
 
 func defaultConfig() Config {
@@ -67,6 +85,11 @@ func defaultConfig() Config {
 		AuditFail:      "refuse",
 		Sandbox:        "enforce",
 		ConfirmMode:    "human",
+
+		VerificationKeyID: "default",
+		VerificationAlg:   "RS256",
+		AuditSyslogBuffer: 64 << 20,
+		AuditMaxRecord:    7680,
 	}
 }
 
@@ -90,7 +113,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AuditKey, "audit-key", c.AuditKey, "the audit chain's key file, created 0600 when missing (default: audit.key beside the default log)")
 	fs.Int64Var(&c.AuditMaxSize, "audit-max-size", c.AuditMaxSize, "rotate the audit log when it passes this many bytes (0: never)")
 	fs.DurationVar(&c.AuditSync, "audit-sync", c.AuditSync, "fsync records that are not security events this often (security events: at once)")
-	fs.StringVar(&c.AuditSyslog, "audit-syslog", c.AuditSyslog, "also forward every record as RFC 5424 syslog: udp://host:port, tcp://host:port or unix:///dev/log")
+	fs.StringVar(&c.AuditSyslog, "audit-syslog", c.AuditSyslog, "also forward every record as RFC 5424 syslog: udp://host:port, tcp://host:port, tls://host:port (RFC 5425) or unix:///dev/log")
 	fs.StringVar(&c.AuditFail, "audit-fail", c.AuditFail, "when the audit log cannot be written: refuse the input (default) or continue unrecorded")
 	fs.StringVar(&c.RecordDir, "record-dir", c.RecordDir, "record every session as an asciicast v2 file (0600) in this directory")
 	fs.StringVar(&c.Sandbox, "sandbox", c.Sandbox, "confine sessions: enforce (refuse a session the kernel cannot confine), best-effort (run it degraded, and say so), off (unconfined, and say so)")
@@ -98,6 +121,23 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SessionUser, "session-user", c.SessionUser, "run sessions as this user (the gateway must be root)")
 	fs.Var(&c.Secrets, "secret", "a secret the gateway holds, typed by session_send {secret_ref: NAME} and masked everywhere: NAME=env:VAR or NAME=file:PATH (repeatable; the env twin takes a comma-separated list)")
 	fs.DurationVar(&c.PolicyReload, "policy-reload", c.PolicyReload, "check the policy bundle for changes this often and reload it (0: never)")
+	fs.StringVar(&c.PolicyURL, "policy-url", c.PolicyURL, "pull the policy bundle from this URL (https://host/bundles/termgate.tar.gz), as an OPA agent does: ETag, long polling, last good bundle cached for offline restarts")
+	fs.StringVar(&c.PolicyConfig, "policy-config", c.PolicyConfig, "pull the policy bundle as an OPA configuration file (YAML or JSON: services, one bundle, keys) says")
+	fs.StringVar(&c.PolicyTokenFile, "policy-token-file", c.PolicyTokenFile, "--policy-url: send the bearer token in this file (read for every request; https only)")
+	fs.StringVar(&c.PolicyClientCert, "policy-client-cert", c.PolicyClientCert, "--policy-url: authenticate with this client certificate (PEM)")
+	fs.StringVar(&c.PolicyClientKey, "policy-client-key", c.PolicyClientKey, "--policy-url: the client certificate's key (PEM)")
+	fs.StringVar(&c.PolicyCACert, "policy-ca-cert", c.PolicyCACert, "--policy-url: verify the server with this CA (PEM) instead of the system's")
+	fs.StringVar(&c.PolicyCache, "policy-cache", c.PolicyCache, "keep the last good bundle from the server here (default $XDG_STATE_HOME/termgate/bundles)")
+	fs.StringVar(&c.VerificationKey, "verification-key", c.VerificationKey, "bundles must be signed (opa build --signing-key): the PEM public key, or HMAC secret, file to verify them with; unsigned or tampered bundles are refused")
+	fs.StringVar(&c.VerificationKeyID, "verification-key-id", c.VerificationKeyID, "the verification key's id (as OPA's --verification-key-id)")
+	fs.StringVar(&c.VerificationAlg, "verification-alg", c.VerificationAlg, "the signing algorithm (as OPA's --signing-alg): RS256, ES256, HS256, …")
+	fs.StringVar(&c.VerificationScope, "verification-scope", c.VerificationScope, "the scope a bundle's signature must carry (as OPA's --scope)")
+	fs.StringVar(&c.AuditSyslogCA, "audit-syslog-ca", c.AuditSyslogCA, "tls:// syslog: verify the collector with this CA (PEM) instead of the system's")
+	fs.StringVar(&c.AuditSyslogCert, "audit-syslog-cert", c.AuditSyslogCert, "tls:// syslog: present this client certificate (PEM)")
+	fs.StringVar(&c.AuditSyslogKey, "audit-syslog-key", c.AuditSyslogKey, "tls:// syslog: the client certificate's key (PEM)")
+	fs.Int64Var(&c.AuditSyslogBuffer, "audit-syslog-buffer", c.AuditSyslogBuffer, "bytes of records kept on disk while the collector is unreachable; past that, records are dropped and counted")
+	fs.StringVar(&c.AuditSyslogSpool, "audit-syslog-spool", c.AuditSyslogSpool, "the directory of that buffer (default $XDG_STATE_HOME/termgate/syslog-buffer)")
+	fs.IntVar(&c.AuditMaxRecord, "audit-max-record", c.AuditMaxRecord, "bytes one audit record may take; longer fields are cut with their length and sha256")
 }
 
 // envName is a flag's environment twin.
@@ -152,6 +192,7 @@ func (c Config) validate() error {
 	check(c.ConfirmMode == "human" || c.ConfirmMode == "agent", "--confirm-mode must be human or agent, not %q", c.ConfirmMode)
 	check(c.Sandbox == "enforce" || c.Sandbox == "best-effort" || c.Sandbox == "off", "--sandbox must be enforce, best-effort or off, not %q", c.Sandbox)
 	check(c.AuditMaxSize >= 0, "--audit-max-size must not be negative")
+	errs = append(errs, c.fleetErrors()...)
 	return errors.Join(errs...)
 }
 

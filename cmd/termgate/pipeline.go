@@ -63,6 +63,21 @@ type Decision struct {
 	Reason   string `json:"reason,omitempty" jsonschema:"why"`
 	Severity string `json:"severity,omitempty" jsonschema:"low, medium, high or critical"`
 	Profile  string `json:"profile,omitempty" jsonschema:"sandbox profile chosen for a new session"`
+	// Policy says which bundle decided and what it judged: for the audit
+	// record, never sent to the agent.
+	Policy *DecisionSource `json:"-"`
+}
+
+// DecisionSource is the provenance of a decision.
+type DecisionSource struct {
+	Source, Revision, Hash string
+	// Input is the document the policy judged, as the engine built it.
+	Input any
+}
+
+// refused is d turned into a deny for why, keeping its rule and provenance.
+func (d Decision) refused(reason string) Decision {
+	return Decision{Action: "deny", Rule: d.Rule, Reason: reason, Severity: d.Severity, Policy: d.Policy}
 }
 
 // Decider judges an input. An error, or an undefined result, must deny.
@@ -152,7 +167,7 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 	case "allow":
 	case "confirm":
 		if p.Confirmer == nil {
-			d = Decision{Action: "deny", Rule: d.Rule, Reason: d.Reason + " (needs a human's confirmation, and no confirmation channel is available)", Severity: d.Severity}
+			d = d.refused(d.Reason + " (needs a human's confirmation, and no confirmation channel is available)")
 			break
 		}
 		answering := req != nil && req.Params != nil && req.Params.RequestState != ""
@@ -182,7 +197,7 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 			if err != nil {
 				why = "not confirmed: " + err.Error()
 			}
-			d = Decision{Action: "deny", Rule: d.Rule, Reason: d.Reason + " (" + why + ")", Severity: d.Severity}
+			d = d.refused(d.Reason + " (" + why + ")")
 			break
 		}
 		d.Action = "allow"
@@ -209,9 +224,9 @@ func (p *Stages) decide(ctx context.Context, in GateInput) Decision {
 	d, err := p.Decider.Decide(ctx, in)
 	switch {
 	case err != nil:
-		return Decision{Action: "deny", Rule: "policy.error", Reason: "the policy could not decide: " + err.Error(), Severity: "high"}
+		return Decision{Action: "deny", Rule: "policy.error", Reason: "the policy could not decide: " + err.Error(), Severity: "high", Policy: d.Policy}
 	case d.Action != "allow" && d.Action != "deny" && d.Action != "confirm":
-		return Decision{Action: "deny", Rule: "policy.undefined", Reason: fmt.Sprintf("the policy returned %q, which is not allow, deny or confirm", d.Action), Severity: "high"}
+		return Decision{Action: "deny", Rule: "policy.undefined", Reason: fmt.Sprintf("the policy returned %q, which is not allow, deny or confirm", d.Action), Severity: "high", Policy: d.Policy}
 	}
 	return d
 }
@@ -226,7 +241,7 @@ func (p *Stages) judgeLine(ctx context.Context, in GateInput) error {
 	}
 	d := p.decide(ctx, in)
 	if d.Action == "confirm" {
-		d = Decision{Action: "deny", Rule: d.Rule, Reason: d.Reason + " (needs a human's confirmation: send the whole line with session_send to ask)", Severity: d.Severity}
+		d = d.refused(d.Reason + " (needs a human's confirmation: send the whole line with session_send to ask)")
 	}
 	if p.Auditor != nil {
 		if err := p.Auditor.Record(ctx, AuditEvent{Kind: "decision", Input: in, Decision: d}); err != nil {
@@ -296,8 +311,20 @@ func (p *Stages) describe() map[string]string {
 		"policy":       policy,
 		"confirmation": name(p.Confirmer != nil, "on"),
 		"redaction":    name(p.Redactor != nil, "on"),
-		"audit":        name(p.Auditor != nil, "on"),
+		"audit":        auditText(p.Auditor),
 	}
+}
+
+// auditText says what the audit stage is doing (with a syslog
+// forwarder: what it sent, holds and dropped).
+func auditText(a Auditor) string {
+	if a == nil {
+		return "none"
+	}
+	if d, ok := a.(interface{ Describe() string }); ok {
+		return d.Describe()
+	}
+	return "on"
 }
 
 // keysText is how a key press is shown to the policy.

@@ -12,6 +12,20 @@ type engineDecider struct{ e *policy.Engine }
 func (d engineDecider) Name() string { return d.e.Name() }
 
 func (d engineDecider) Decide(ctx context.Context, in GateInput) (Decision, error) {
+	pin := toPolicyInput(in)
+	pd, err := d.e.Decide(ctx, pin)
+	out := Decision{Action: pd.Action, Rule: pd.Rule, Reason: pd.Reason, Severity: pd.Severity, Profile: pd.Profile}
+	if b := pd.Bundle; b != nil {
+		out.Policy = &DecisionSource{Source: b.Source, Revision: b.Revision, Hash: b.Hash}
+		if pd.Input != nil {
+			out.Policy.Input = pd.Input
+		}
+	}
+	return out, err
+}
+
+// toPolicyInput is what the policy is shown of an input.
+func toPolicyInput(in GateInput) policy.Input {
 	pin := policy.Input{
 		Action:  in.Action,
 		Text:    in.Text,
@@ -32,6 +46,5 @@ func (d engineDecider) Decide(ctx context.Context, in GateInput) (Decision, erro
 		}
 		pin.Start = &policy.Start{Argv: in.Start.Argv, Cwd: in.Start.Cwd, Env: env}
 	}
-	pd, err := d.e.Decide(ctx, pin)
-	return Decision{Action: pd.Action, Rule: pd.Rule, Reason: pd.Reason, Severity: pd.Severity, Profile: pd.Profile}, err
+	return pin
 }

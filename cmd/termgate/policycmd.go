@@ -28,6 +28,11 @@ func policyMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv
 	action := fs.String("action", "input", "eval: start, input, keys or exec")
 	jsonl := fs.Bool("jsonl", false, "eval: read one input document per line from stdin, write one decision per line")
 	verbose := fs.Bool("v", false, "test: list every test")
+	explain := fs.Bool("explain", false, "eval: print the input document the engine built, the rules that matched (data.termgate.finding) and the bundle, not the decision alone")
+	verifyKey := fs.String("verification-key", getenv("TERMGATE_VERIFICATION_KEY"), "the bundle must be signed with this key (PEM public key or HMAC secret file)")
+	verifyID := fs.String("verification-key-id", "default", "the verification key's id")
+	verifyAlg := fs.String("verification-alg", "RS256", "the signing algorithm")
+	verifyScope := fs.String("verification-scope", "", "the scope the signature must carry")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -36,6 +41,14 @@ func policyMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv
 	}
 	ctx := context.Background()
 	src := policySource(*dir)
+	if *verifyKey != "" {
+		v, err := policy.Verification(*verifyKey, *verifyID, *verifyAlg, *verifyScope)
+		if err != nil {
+			fmt.Fprintf(stderr, "termgate: %v\n", err)
+			return 2
+		}
+		src.Verify = v
+	}
 	switch sub {
 	case "eval":
 		e, err := policy.New(ctx, src)
@@ -45,9 +58,18 @@ func policyMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
+		decide := func(in policy.Input) (any, error) {
+			if *explain {
+				return e.Explain(ctx, in)
+			}
+			return e.Decide(ctx, in)
+		}
+		if *explain {
+			enc.SetIndent("", "  ")
+		}
 		if !*jsonl {
 			in := policy.Input{Action: *action, Program: *program, Text: strings.Join(fs.Args(), " ")}
-			d, err := e.Decide(ctx, in)
+			d, err := decide(in)
 			enc.Encode(d)
 			if err != nil {
 				fmt.Fprintf(stderr, "termgate: %v\n", err)
@@ -55,7 +77,7 @@ func policyMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv
 			}
 			return 0
 		}
-		if !evalJSONL(ctx, e, stdin, stdout, stderr, *action, *program) {
+		if !evalJSONL(stdin, enc, stderr, decide, *action, *program) {
 			return 1
 		}
 		return 0
@@ -97,16 +119,14 @@ const maxDocument = 16 << 20
 // engine failed) for a line that is not a document, is too long, or made
 // the engine fail. No line stops the evaluation; blank lines are skipped.
 // It reports whether every line was decided.
-func evalJSONL(ctx context.Context, e *policy.Engine, stdin io.Reader, stdout, stderr io.Writer, action, program string) bool {
-	enc := json.NewEncoder(stdout)
-	enc.SetEscapeHTML(false)
+func evalJSONL(stdin io.Reader, enc *json.Encoder, stderr io.Writer, decide func(policy.Input) (any, error), action, program string) bool {
 	type lineError struct {
-		Line     int              `json:"line"`
-		Error    string           `json:"error"`
-		Decision *policy.Decision `json:"decision,omitempty"`
+		Line     int    `json:"line"`
+		Error    string `json:"error"`
+		Decision any    `json:"decision,omitempty"`
 	}
 	ok := true
-	fail := func(n int, msg string, d *policy.Decision) {
+	fail := func(n int, msg string, d any) {
 		ok = false
 		enc.Encode(lineError{Line: n, Error: msg, Decision: d})
 	}
@@ -134,13 +154,13 @@ func evalJSONL(ctx context.Context, e *policy.Engine, stdin io.Reader, stdout, s
 			if in.Program == "" {
 				in.Program = program
 			}
-			d, derr := e.Decide(ctx, in)
+			d, derr := decide(in)
 			if derr != nil {
 				// The whole error (a recovered panic carries its stack)
 				// goes to stderr; the line's object gets its first line.
 				fmt.Fprintf(stderr, "termgate: line %d: %v\n", n, derr)
 				msg, _, _ := strings.Cut(derr.Error(), "\n")
-				fail(n, fmt.Sprintf("line %d: %s", n, msg), &d)
+				fail(n, fmt.Sprintf("line %d: %s", n, msg), d)
 				break
 			}
 			enc.Encode(d)

@@ -30,32 +30,37 @@ func policySource(dir string) policy.Source {
 	return policy.Source{Dir: dir}
 }
 
-const usage = `termgate: an MCP server for persistent, interactive terminal sessions
+const usage = `termgate: an MCP server for persistent, interactive terminal sessions, and a security gateway
 
-usage:
-  termgate [serve] [flags]   serve MCP over stdio (the default)
-  termgate policy eval [--policy-dir D] [--program P] [--action A] [--jsonl] [TEXT]
-                             print the decision for TEXT (or for each input document on stdin)
-  termgate policy test [--policy-dir D] [-v]
-                             run the bundle's Rego tests
-  termgate redact [--policy-dir D] [--secret NAME=env:VAR]
-                             mask secrets: stdin to stdout, with the gateway's rules
-  termgate audit verify [--audit-key F] FILE...
-                             check an audit log's chain: intact, or what was edited, deleted, inserted, reordered
-  termgate sandbox check     what this kernel can enforce (Landlock ABI, seccomp, cgroups)
-  termgate sandbox run [--profile P] [--policy-dir D] -- CMD...
-                             run one command confined exactly as a session would be
-  termgate version           print the version
-  termgate help              this text; "termgate serve -h" lists the flags
+usage: termgate [COMMAND] [flags]
+
+commands:
+  serve      serve MCP over stdio (the default): sessions judged by the policy, confined, redacted, audited
+  policy     eval: the decision for an input (--explain: the input document and the rules that matched);
+             test: the bundle's Rego tests
+  redact     mask secrets: stdin to stdout, with the gateway's rules
+  audit      verify: check an audit log's chain
+  sandbox    check: what this kernel can enforce; run: one command confined as a session would be
+  version    the version, commit, build date, and the OPA, gitleaks rules and libseccomp built in
+  help       this text; "termgate help COMMAND" or "termgate COMMAND --help" describes a command and its flags
 
 Every flag has a TERMGATE_* environment twin (--max-sessions: TERMGATE_MAX_SESSIONS).
 `
 
 // run is the whole program; main only passes it the process's parts.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) > 0 && isHelpFlag(args[0]) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
 	cmd := "serve"
 	if len(args) > 0 && (args[0] == "" || args[0][0] != '-') {
 		cmd, args = args[0], args[1:]
+	}
+	// CMD --help, and CMD SUB --help for the commands with subcommands.
+	if _, known := commands()[cmd]; known && cmd != "help" && len(args) > 0 &&
+		(isHelpFlag(args[0]) || len(args) > 1 && isHelpFlag(args[1]) && (cmd == "policy" || cmd == "audit" || cmd == "sandbox")) {
+		return helpMain(cmd, stdout, getenv)
 	}
 	switch cmd {
 	case "serve":
@@ -69,9 +74,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	case "sandbox":
 		return sandboxMain(args, stdin, stdout, stderr, getenv)
 	case "version":
-		fmt.Fprintln(stdout, "termgate", version())
+		fmt.Fprint(stdout, versionText())
 		return 0
 	case "help":
+		if len(args) > 0 {
+			return helpMain(args[0], stdout, getenv)
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
@@ -124,12 +132,19 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
 
-	engine, err := policy.New(ctx, policySource(cfg.PolicyDir))
+	src, err := cfg.policySourceFor(getenv)
+	if err != nil {
+		return err
+	}
+	engine, err := policy.New(ctx, src)
 	if err != nil {
 		return err
 	}
 	b := engine.Bundle()
-	logger.Info("policy loaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash)
+	logger.Info("policy loaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash, "signed", b.Signed, "from_cache", b.Cached)
+	if b.Cached {
+		logger.Warn("the bundle server was not reached at start: the cached bundle is in force until it is", "source", b.Source, "revision", b.Revision)
+	}
 	confirmer, err := newHumanConfirmer(cfg.ConfirmTTL)
 	if err != nil {
 		return err
@@ -154,10 +169,7 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	stages := Stages{Decider: engineDecider{engine}, Confirmer: confirmer, Redactor: redactor}
 	var auditor *ecsAuditor
 	if cfg.AuditLog != "off" {
-		auditor, err = newAuditor(cfg, redactor, func() (string, string) {
-			b := engine.Bundle()
-			return b.Source, b.Revision
-		}, logger, getenv)
+		auditor, err = newAuditor(cfg, redactor, engine, logger, getenv)
 		if err != nil {
 			return err
 		}
@@ -208,7 +220,7 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 				return
 			}
 			logger.Info("policy reloaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash)
-			_ = stages.record(bg, AuditEvent{Kind: "policy_reload", Fields: map[string]any{"termgate.policy.hash": b.Hash}})
+			_ = stages.record(bg, AuditEvent{Kind: "policy_reload"})
 		})
 	}()
 	defer func() { stopWatch(); <-watched }()
