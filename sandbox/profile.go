@@ -154,7 +154,11 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 				}
 				if err != nil {
 					if !fromPath {
-						errs = append(errs, fmt.Errorf("%s %s (%s) is refused: %w", access, e, c, err))
+						spelled := e
+						if c != e {
+							spelled += " (" + c + ")"
+						}
+						errs = append(errs, fmt.Errorf("%s %s is refused: %w", access, spelled, err))
 					}
 					continue
 				}

@@ -308,3 +308,18 @@ func unescapeMount(s string) string {
 	}
 	return b.String()
 }
+
+// CheckGrant refuses a real path that reaches one of protected (the
+// gateway's own files), as a profile's grant would be refused: "/", one
+// of them, a directory that holds one, one inside them, under any name.
+func CheckGrant(path string, protected []string) error {
+	g, err := newGuard(protected)
+	if err != nil {
+		return err
+	}
+	id, _, err := Identify(path)
+	if err != nil {
+		return err
+	}
+	return g.check(path, id)
+}
