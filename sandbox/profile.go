@@ -144,13 +144,32 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 				}
 				cands = []string{x}
 			}
+			// A path the session can write below ({cwd}/x, {tmp}/x) could
+			// be a link a session made: it must resolve below it still.
+			var base string
+			for _, ph := range []struct{ name, dir string }{{"{cwd}", v.Cwd}, {"{tmp}", v.Tmp}} {
+				if strings.HasPrefix(e, ph.name) && ph.dir != "" {
+					base = ph.dir
+					if r, rerr := RealPath(ph.dir); rerr == nil {
+						base = r
+					}
+				}
+			}
 			for _, c := range cands {
 				real, err := RealPath(c)
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // a rule for a missing path is left out
 				}
+				var gr Grant
 				if err == nil {
-					_, err = g.grant(access, real)
+					gr, err = g.grant(access, real)
+				}
+				switch {
+				case err != nil:
+				case base != "" && !within(real, base):
+					err = fmt.Errorf("it resolves to %s, outside %s", real, base)
+				case e == "{cwd}" && !v.CwdID.IsZero() && gr.ID != v.CwdID:
+					err = errors.New("it is not the directory the gateway checked (it was replaced)")
 				}
 				if err != nil {
 					if !fromPath {

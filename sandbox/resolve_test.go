@@ -54,6 +54,7 @@ func newLayout(t *testing.T) layout {
 		"pol":     l.policy,
 		"selfies": "/proc/self/root",
 		"ok":      filepath.Join(l.project, "sub"),
+		"etc":     "/etc",
 	}
 	if err := os.Mkdir(filepath.Join(l.project, "sub"), 0o755); err != nil {
 		t.Fatal(err)
@@ -112,6 +113,7 @@ func TestProfileResolvesToAForbiddenPath(t *testing.T) {
 		{"device /", Profile{Name: "t", Network: "none", Devices: []string{"/proc/thread-self/root"}}, l.project, "whole file system"},
 		{"write under /proc", writeProfile("/proc/self/task"), l.project, "kernel's own"},
 		{"write /sys", writeProfile("/sys/fs"), l.project, "kernel's own"},
+		{"a path below the cwd that a session made a link to /etc", writeProfile("{cwd}", "{cwd}/etc"), l.project, "outside " + l.project},
 		{"the project", writeProfile("{cwd}"), l.project, ""},
 		{"the project by a link inside it", writeProfile("{cwd}"), filepath.Join(l.project, "ok"), ""},
 		{"read /etc by /proc/self/root", Profile{Name: "t", Network: "none", Read: []string{"/proc/self/root/etc"}, Write: []string{"{cwd}"}}, l.project, ""},
@@ -137,6 +139,20 @@ func TestProfileResolvesToAForbiddenPath(t *testing.T) {
 				t.Fatalf("Resolve(%s) error = %q, want it to say %q", c.cwd, err, c.refuse)
 			}
 		})
+	}
+}
+
+// TestCwdMustBeWhatWasChecked: a {cwd} whose identity is not the one the
+// gateway checked (swapped between the check and Resolve) is refused.
+func TestCwdMustBeWhatWasChecked(t *testing.T) {
+	l := newLayout(t)
+	other, _, err := Identify(l.home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = writeProfile("{cwd}").Resolve(Vars{Cwd: l.project, CwdID: other}, l.protected())
+	if err == nil || !strings.Contains(err.Error(), "replaced") {
+		t.Fatalf("Resolve with another identity: %v", err)
 	}
 }
 
