@@ -63,6 +63,22 @@ func v1Root(controller string) string {
 	return root
 }
 
+// cgroupRoots are the hierarchies that may hold termgate/<name> cgroups
+// (pids and freezer on v1, the unified one on v2): where a sweep of what
+// a dead gateway left looks, and what it must remove in each.
+func cgroupRoots() []string {
+	var out []string
+	if v2Pids() {
+		out = append(out, cgroupFS)
+	}
+	for _, c := range []string{"pids", "freezer"} {
+		if r := v1Root(c); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // NewCgroup creates termgate/<name> with pids.max = max (and its twin in
 // the v1 freezer hierarchy).
 func NewCgroup(name string, max int) (*Cgroup, error) {

@@ -57,6 +57,16 @@ func TestCgroupKillEndsASwarm(t *testing.T) {
 		t.Skipf("no pids cgroup: %v", err)
 	}
 	t.Cleanup(func() { _ = cg.Kill(); _ = cg.Remove() })
+	// Every directory it made is where a sweep would look.
+	for _, d := range cg.dirs {
+		found := false
+		for _, r := range cgroupRoots() {
+			found = found || filepath.Dir(d) == filepath.Join(r, "termgate")
+		}
+		if !found {
+			t.Fatalf("%s is outside cgroupRoots() %v", d, cgroupRoots())
+		}
+	}
 	if !cg.CanFreeze() {
 		t.Log("no freezer: Kill sweeps")
 	}
