@@ -364,9 +364,9 @@ func (s *Spec) seal() error {
 		id, dir, err := Identify(s.Dir)
 		switch {
 		case err != nil:
-			return fmt.Errorf("the working directory %s: %w", s.Dir, err)
+			return fmt.Errorf("the working directory: %w; nothing was started", err)
 		case !dir:
-			return fmt.Errorf("the working directory %s is not a directory", s.Dir)
+			return fmt.Errorf("the working directory %s is not a directory; nothing was started", s.Dir)
 		case s.DirID.IsZero():
 			s.DirID = id
 		case id != s.DirID:
@@ -390,12 +390,19 @@ func (s *Spec) seal() error {
 	}{{"read", &s.Read}, {"write", &s.Write}, {"device", &s.Devices}} {
 		var kept []string
 		for _, p := range *l.paths {
+			// Every path is real by now (Resolve made it so, and the
+			// gateway's own tmp and session directories are): one that
+			// resolves elsewhere had a link put in it, and is refused
+			// rather than followed.
 			real, err := RealPath(p)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", l.access, p, err)
+			}
+			if real != filepath.Clean(p) {
+				return fmt.Errorf("%s %s now resolves to %s (a link was put in its way); nothing was started", l.access, p, real)
 			}
 			gr, err := g.grant(l.access, real)
 			if err != nil {
