@@ -159,14 +159,78 @@ finding contains {
 	e in cfg.dangerous_env
 }
 
+# The working directory of a start or an exec is the real directory the
+# gateway resolved and checked (no link, no ".."): a session writes it.
 finding contains {
 	"rule": "start.cwd",
 	"action": "deny",
 	"severity": "medium",
 	"reason": sprintf("sessions may not start in %s", [input.start.cwd]),
 } if {
-	input.action == "start"
+	input.action in {"start", "exec"}
 	input.start.cwd in cfg.forbidden_cwds
+}
+
+# A start line (or an exec) that sets a variable that runs code before
+# anything is judged: an imported function (BASH_FUNC_x%%), a prompt,
+# startup or mail variable, the dynamic linker's or an interpreter's
+# hooks; by an assignment before the command, env NAME=value, or export.
+# (What an agent sets in env is checked by the gateway against
+# data.termgate.agent_env before the policy is asked.)
+finding contains {
+	"rule": "start.env_code",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("the start line sets %s, which runs code before anything is judged", [n]),
+} if {
+	input.action in {"start", "exec"}
+	some c in input.shell.commands
+	some n in set_names(c)
+	code_env(n)
+}
+
+# set_names are the variables a command sets: its assignments, and the
+# NAME=value arguments of env, export and the like.
+set_names(c) := {n | some n in c.assigns} | {n |
+	c.name in cfg.env_setters
+	some a in c.args
+	not startswith(a, "-")
+	contains(a, "=")
+	n := split(a, "=")[0]
+}
+
+code_env(n) if n in cfg.code_env
+
+code_env(n) if strings.any_prefix_match(n, cfg.code_env_prefixes)
+
+code_env(n) if contains(n, "%")
+
+# A shell told to read a startup file the agent chose runs it before
+# anything is judged: bash --rcfile x, --init-file x, fish -C/--init-command.
+finding contains {
+	"rule": "start.shell_startup_file",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("%s %s runs a startup file the agent chose, before anything is judged", [c.name, o]),
+} if {
+	"shell_startup_options" in input.shell.words_listed
+	some c in input.shell.commands
+	c.name in cfg.shells
+	some o in c.flags
+	o in cfg.shell_startup_options
+}
+
+finding contains {
+	"rule": "start.shell_startup_file",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("fish %s runs a command the agent chose, before anything is judged", [o]),
+} if {
+	"fish" in input.shell.names
+	some c in input.shell.commands
+	c.name == "fish"
+	some o in c.flags
+	o in cfg.fish_startup_flags
 }
 
 # Secret input (typed while the terminal's echo is off) is never judged as

@@ -127,3 +127,111 @@ test_several_clients_in_one_line if {
 	confirm_by(bash([c("redis-cli", ["get", "a"]), c("redis-cli", ["flushall"])]), "redis.flush")
 	denied_by(bash([c("redis-cli", ["get", "a"]), c("redis-cli", ["config", "set", "dir", "/root"])]), "redis.dangerous")
 }
+
+# ---- what a start runs, as the gateway's parser hands it over ----
+
+# line is a start of a shell line (the gateway runs it with /bin/sh -c):
+# the sh, then the line's commands.
+line(text, cmds) := with_text(
+	{
+		"action": "start", "program": "sh", "program_listed": program_listed("sh"),
+		"shell": object.union(sh(array.concat([object.union(c("sh", ["-c", text]), {"path": "/bin/sh"})], cmds)), {"eval": true}),
+		"start": {"argv": ["/bin/sh", "-c", text], "cwd": "/work/p", "env": []},
+	},
+	text,
+)
+
+flagged(doc, flags) := object.union(doc, {"shell": object.union(doc.shell, flags)})
+
+# (Each test stays small: OPA's runner gives a test five seconds.)
+
+test_profile_network_for_one_network_program if {
+	decide(start(["ssh", "host"], "/work", [])).profile == "network"
+	decide(line("env FOO=1 psql db", [c("env", ["FOO=1", "psql", "db"]), wrapped(c("psql", ["db"]), ["env"])])).profile == "network"
+	decide(line("exec ssh h", [c("exec", ["ssh", "h"]), wrapped(c("ssh", ["h"]), ["exec"])])).profile == "network"
+}
+
+test_profile_network_behind_wrappers if {
+	decide(line("timeout 9 nice ssh h", [c("timeout", ["9", "nice", "ssh", "h"]), wrapped(c("nice", ["ssh", "h"]), ["timeout"]), wrapped(c("ssh", ["h"]), ["timeout", "nice"])])).profile == "network"
+	decide(object.union(start(["bash", "-c", "ssh h"], "/work", []), {"shell": sh([c("bash", ["-c", "ssh h"]), c("ssh", ["h"])])})).profile == "network"
+}
+
+# Look-alikes: a network program beside a shell, or among others.
+test_profile_look_alikes if {
+	decide(line("git --version >/dev/null; exec bash", [
+		redir(c("git", ["--version"]), ">", "/dev/null"),
+		c("exec", ["bash"]), wrapped(c("bash", []), ["exec"]),
+	])).profile == "default"
+	decide(line("ssh h; bash", [c("ssh", ["h"]), c("bash", [])])).profile == "default"
+	decide(line("git clone x && psql", [c("git", ["clone", "x"]), c("psql", [])])).profile == "default"
+	decide(line("sudo ssh h", [c("sudo", ["ssh", "h"]), wrapped(c("ssh", ["h"]), ["sudo"])])).profile == "default"
+}
+
+test_profile_lines_that_hide_what_runs if {
+	decide(flagged(line("ssh h | tee log", [c("ssh", ["h"]), c("tee", ["log"])]), {"pipes": true})).profile == "default"
+	decide(flagged(line("ssh h &", [c("ssh", ["h"])]), {"background": true})).profile == "default"
+	decide(flagged(line("ssh $(bash)", [c("ssh", ["$(bash)"]), c("bash", [])]), {"substitutions": true})).profile == "default"
+}
+
+test_profile_lines_that_do_not_parse if {
+	decide(flagged(line("ssh 'h", [c("ssh", ["'h"])]), {"parse_error": "unclosed quote"})).profile == "default"
+	decide(flagged(line("ssh h; f", [c("ssh", ["h"])]), {"recursive_functions": ["f"]})).profile == "default"
+	decide(flagged(line("ssh h \\", [c("ssh", ["h"])]), {"incomplete": true})).profile == "default"
+}
+
+# A shell or an interpreter never gets network, even if a bundle lists it
+# as a network program; a wrapper alone runs nothing; only starts choose.
+test_profile_never_for_a_shell if {
+	decide(start(["bash"], "/work", [])).profile == "default"
+	d := data.termgate.decision with input as start(["bash"], "/work", []) with data.termgate.network_programs as ["bash", "ssh"]
+	d.profile == "default"
+	decide(line("timeout 5", [c("timeout", ["5"])])).profile == "default"
+	decide(bash([c("ssh", ["h"])])).profile == "default"
+}
+
+test_start_env_code_functions_and_prompts if {
+	denied_by(line("env 'BASH_FUNC_printf%%=() { :; }' bash", [c("env", ["BASH_FUNC_printf%%=() { :; }", "bash"]), wrapped(c("bash", []), ["env"])]), "start.env_code")
+	denied_by(line("PS1='$(rm -rf ~)' bash", [object.union(c("bash", []), {"assigns": ["PS1"]})]), "start.env_code")
+	denied_by(line("MAILPATH=x bash", [object.union(c("bash", []), {"assigns": ["MAILPATH"]})]), "start.env_code")
+	denied_by(line("HOME=/tmp/h bash", [object.union(c("bash", []), {"assigns": ["HOME"]})]), "start.env_code")
+}
+
+test_start_env_code_linkers_and_hooks if {
+	denied_by(line("env LD_PRELOAD=/x.so ls", [c("env", ["LD_PRELOAD=/x.so", "ls"]), wrapped(c("ls", []), ["env"])]), "start.env_code")
+	denied_by(line("export GIT_SSH_COMMAND=x; git fetch", [c("export", ["GIT_SSH_COMMAND=x"]), c("git", ["fetch"])]), "start.env_code")
+	e := object.union(line("env PYTHONPATH=. python3", [c("env", ["PYTHONPATH=.", "python3"]), wrapped(c("python3", []), ["env"])]), {"action": "exec"})
+	denied_by(e, "start.env_code")
+}
+
+test_start_env_code_allows_the_harmless if {
+	allowed(line("env TZ=UTC date", [c("env", ["TZ=UTC", "date"]), wrapped(c("date", []), ["env"])]))
+	allowed(line("env -u PS1 bash", [c("env", ["-u", "PS1", "bash"]), wrapped(c("bash", []), ["env"])]))
+
+	# Typed into a session, the same assignment is judged as what it runs.
+	not denied_by(bash([object.union(c("ls", []), {"assigns": ["PS1"]})]), "start.env_code")
+}
+
+test_start_shell_startup_file if {
+	denied_by(start(["bash", "--rcfile", "x.sh"], "/work", []), "start.shell_startup_file")
+	denied_by(start(["bash", "--init-file", "x.sh", "-i"], "/work", []), "start.shell_startup_file")
+	denied_by(bash([c("bash", ["--rcfile", "x.sh"])]), "start.shell_startup_file")
+}
+
+test_start_fish_init_command if {
+	denied_by(start(["fish", "-C", "rm -rf ~"], "/work", []), "start.shell_startup_file")
+	denied_by(start(["fish", "-iC", "x"], "/work", []), "start.shell_startup_file")
+	denied_by(start(["fish", "--init-command=x"], "/work", []), "start.shell_startup_file")
+}
+
+test_start_options_that_are_not_startup_files if {
+	allowed(start(["bash", "-C"], "/work", [])) # noclobber, not a startup file
+	allowed(start(["git", "-C", "dir", "log"], "/work", []))
+	allowed(start(["bash", "--norc"], "/work", []))
+}
+
+test_exec_cwd if {
+	e := {"action": "exec", "program": "bash", "program_listed": program_listed("bash"), "text": "ls", "text_listed": [], "shell": sh([c("ls", [])]), "start": {"argv": ["bash", "-c", "ls"], "cwd": "/", "env": []}}
+	denied_by(e, "start.cwd")
+	denied_by(object.union(e, {"start": {"argv": ["bash", "-c", "ls"], "cwd": "/tmp", "env": []}}), "start.cwd")
+	allowed(object.union(e, {"start": {"argv": ["bash", "-c", "ls"], "cwd": "/tmp/project", "env": []}}))
+}

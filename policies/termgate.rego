@@ -46,14 +46,51 @@ decision := {
 
 cfg := data.termgate.lists
 
-# The sandbox profile a new session gets: network programs get "network".
+# The sandbox profile a new session gets, chosen by what the session
+# runs: its program, after the wrappers that only run the next command
+# (env, nice, nohup, exec, timeout, …) and the gateway's own sh -c around
+# a shell line. "network" only for a start that runs exactly one program,
+# a network program (ssh, psql, git, …) and neither a shell nor an
+# interpreter; a line of several commands, a pipeline, a substitution or
+# a background job gets "default", whichever of its commands is a
+# network program. (So a general shell never gets network or ~/.ssh.)
 default profile := "default"
 
 profile := "network" if {
 	input.action == "start"
-	some c in input.shell.commands
+	count(start_programs) == 1
+	some c in start_programs
 	c.name in data.termgate.network_programs
+	not c.name in cfg.interpreters
+	not start_line_hides
 }
+
+# The programs a start runs: its commands less the wrappers, and less a
+# shell that only runs the line it was handed with -c.
+start_programs := [c |
+	some c in input.shell.commands
+	not c.name in cfg.transparent_wrappers
+	not runs_line(c)
+]
+
+runs_line(c) if {
+	c.name in cfg.shells
+	"c" in c.flags
+}
+
+# A start line that runs more than its commands show, or runs them in a
+# way a single program does not.
+start_line_hides if input.shell.pipes
+
+start_line_hides if input.shell.substitutions
+
+start_line_hides if input.shell.background
+
+start_line_hides if input.shell.parse_error
+
+start_line_hides if input.shell.incomplete
+
+start_line_hides if count(input.shell.recursive_functions) > 0
 
 # ---- helpers over parsed shell commands ----
 #

@@ -14,6 +14,7 @@ type Support struct {
 	LandlockABI int
 	SeccompAPI  uint // libseccomp API level; 0: none
 	PidsCgroup  string
+	Freezer     string // how a closing session's cgroup is stopped before it is killed
 	UserNS      bool
 }
 
@@ -26,12 +27,14 @@ func Probe() Support {
 	if api, err := seccomp.GetAPI(); err == nil {
 		s.SeccompAPI = api
 	}
-	for _, root := range cgroupRoots() {
-		if _, err := os.Stat(root + "/pids.max"); err == nil || isV1PidsRoot(root) {
-			if _, err := os.Stat(root); err == nil {
-				s.PidsCgroup = root
-				break
-			}
+	switch {
+	case v2Pids():
+		s.PidsCgroup = cgroupFS + " (v2)"
+		s.Freezer = "cgroup.kill / cgroup.freeze (v2)"
+	case v1Root("pids") != "":
+		s.PidsCgroup = v1Root("pids")
+		if r := v1Root("freezer"); r != "" {
+			s.Freezer = r
 		}
 	}
 	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) != "0" {
@@ -56,6 +59,11 @@ func (s Support) Report() string {
 		pc = "none (process counts bound by RLIMIT_NPROC only, which does not bind root)"
 	}
 	fmt.Fprintf(&b, "pids cgroup:       %s\n", pc)
+	fz := s.Freezer
+	if fz == "" {
+		fz = "none (a closing session's cgroup is swept, not frozen)"
+	}
+	fmt.Fprintf(&b, "freezer:           %s\n", fz)
 	fmt.Fprintf(&b, "user namespaces:   %s (sessions may not create them)\n", ok(s.UserNS))
 	fmt.Fprintf(&b, "running as uid:    %d\n", os.Getuid())
 	return b.String()

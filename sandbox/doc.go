@@ -1,15 +1,56 @@
 // Package sandbox confines a session's whole process tree for its whole
 // life: Landlock (filesystem, TCP, signal and abstract-socket scoping),
-// seccomp, resource limits, a pids cgroup, no capabilities.
+// seccomp, resource limits, a cgroup, no capabilities.
 //
 // The session's process is termgate re-executed as a launcher (main checks
 // IsLauncher first thing). The launcher reads its Spec from fd 3, closes
-// every other inherited descriptor, moves into the session's cgroup, sets
-// rlimits, PR_SET_PDEATHSIG, its identity (--session-user), drops every
-// capability, sets no_new_privs, applies Landlock, loads the seccomp
-// filter last, and execs the program. A status pipe (fd 4, close-on-exec)
-// closes empty when the exec happened, or carries the reason it did not.
-// The gateway itself is never confined.
+// every other inherited descriptor, opens its working directory and every
+// granted path, moves into the session's cgroups, sets rlimits,
+// PR_SET_PDEATHSIG, its identity (--session-user), drops every capability,
+// sets no_new_privs, applies Landlock, loads the seccomp filter last, and
+// execs the program. A status pipe (fd 4, close-on-exec) closes empty when
+// the exec happened, or carries the reason it did not. The gateway itself
+// is never confined.
+//
+// # How paths are resolved
+//
+// A profile's paths ({cwd}, {home}, {tmp}, {path} expanded) are resolved
+// to real paths (RealPath: links, "..", and the magic links of /proc such
+// as /proc/self/root are gone) before anything looks at them. The
+// gateway's own files are resolved too (the part that does not exist yet
+// kept below its nearest existing directory). A grant is refused when it
+// is "/", one of the gateway's files, a directory that holds one, or one
+// inside them: compared as real paths, and also by device and inode (the
+// same directory under another name, such as a bind mount, is caught, and
+// so is such a mount below a grant). A write grant under /proc, /sys or
+// /dev (/dev/shm aside) or on one of the kernel's own file systems is
+// refused. A {path} directory that would be refused is left out instead.
+//
+// Attach seals a spec: every grant gets the device and inode it has now,
+// and the working directory must have the identity the gateway checked
+// (Vars.CwdID). The launcher opens each grant and the working directory
+// with openat2(RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS) and refuses any
+// other file than the one sealed: a link or a directory swapped in after
+// the check fails the launch, it is never followed. Its Landlock rules are
+// made from those descriptors (go-landlock's syscall package; its
+// path-based rules open paths following links, which is what let a cwd of
+// /proc/self/root become a grant of /), and it enters the working
+// directory with fchdir.
+//
+// # Environment
+//
+// A profile's Env is its environment allowlist (DefaultEnv when it names
+// none); Environ filters the gateway's environment through it and a deny
+// list (DefaultEnvDeny: credentials), and never passes an exported shell
+// function.
+//
+// # Cgroups
+//
+// Each launch gets termgate/<name> in the pids hierarchy (cgroup v2 when
+// its pids controller is enabled, else v1), and in the v1 freezer
+// hierarchy when it is mounted. Kill freezes the cgroup (or uses
+// cgroup.kill), kills every member, thaws it and waits until it is empty:
+// a swarm that keeps forking and calling setsid cannot outrun it.
 //
 // The Landlock ABI is checked, never assumed: below MinABI a launch fails,
 // unless the spec says best effort, and then the session's status says

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -163,15 +161,31 @@ func Main() {
 
 // confine applies the spec to this process: directory, cgroup, limits,
 // identity, capabilities, no_new_privs, Landlock, and seccomp last.
+//
+// The working directory and every granted path are opened first, as
+// root, without following any link (magic links of /proc included), and
+// each must be the very file the gateway checked (device and inode): a
+// link or another directory put in a checked path's place fails the
+// launch, it is never followed. The Landlock rules are made from these
+// descriptors, and the working directory is entered by its descriptor.
 func confine(s Spec) error {
-	if err := os.Chdir(s.Dir); err != nil {
-		return fmt.Errorf("cwd %s: %v", s.Dir, err)
+	if !s.Unconfined && s.DirID.IsZero() {
+		return errors.New("the spec's working directory was never checked (no identity); nothing was started")
+	}
+	if s.Dir != "" {
+		if err := enterDir(s.Dir, s.DirID); err != nil {
+			return err
+		}
 	}
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_PDEATHSIG: %v", err)
 	}
 	if s.Unconfined {
 		return nil
+	}
+	opened, err := openGrants(s)
+	if err != nil {
+		return err
 	}
 	pid := strconv.Itoa(os.Getpid())
 	for _, procs := range s.Cgroups {
@@ -232,7 +246,7 @@ func confine(s Spec) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %v", err)
 	}
-	if err := applyLandlock(s); err != nil {
+	if err := applyLandlock(s, opened); err != nil {
 		return err
 	}
 	return applySeccomp(s)
@@ -248,81 +262,6 @@ func dropCapabilities() error {
 	var data [2]unix.CapUserData
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("capset: %v", err)
-	}
-	return nil
-}
-
-// applyLandlock restricts the filesystem to the spec's paths, TCP to its
-// ports, and signals and abstract unix sockets to the session itself. The
-// ABI is checked, never assumed: below MinABI the launch fails unless the
-// spec says best effort.
-func applyLandlock(s Spec) error {
-	abi, err := llsys.LandlockGetABIVersion()
-	if err != nil {
-		abi = 0
-	}
-	if abi < s.RequiredABI() && !s.BestEffort {
-		return fmt.Errorf("this kernel's Landlock ABI is %d; confined sessions need %d (run termgate sandbox check; --sandbox=best-effort runs degraded)", abi, s.RequiredABI())
-	}
-	cfg := landlock.V6
-	if s.Network == "any" {
-		cfg.HandledAccessNet = 0
-	}
-	if s.BestEffort {
-		cfg = cfg.BestEffort()
-	}
-	var rules []landlock.Rule
-	keep := func(list []string) []string {
-		var out []string
-		for _, p := range list {
-			if exists(p) {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
-	split := func(list []string) (dirs, files []string) {
-		for _, p := range keep(list) {
-			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-				dirs = append(dirs, p)
-			} else {
-				files = append(files, p)
-			}
-		}
-		return dirs, files
-	}
-	rd, rf := split(s.Read)
-	if len(rd) > 0 {
-		rules = append(rules, landlock.RODirs(rd...))
-	}
-	if len(rf) > 0 {
-		rules = append(rules, landlock.ROFiles(rf...))
-	}
-	wd, wf := split(s.Write)
-	if len(wd) > 0 {
-		rules = append(rules, landlock.RWDirs(wd...).WithRefer())
-	}
-	if len(wf) > 0 {
-		rules = append(rules, landlock.RWFiles(wf...))
-	}
-	for _, d := range keep(s.Devices) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			continue
-		}
-		if fi.IsDir() {
-			rules = append(rules, landlock.RWDirs(d).WithIoctlDev())
-		} else {
-			rules = append(rules, landlock.RWFiles(d).WithIoctlDev())
-		}
-	}
-	if s.Network == "tcp" {
-		for _, p := range s.Ports {
-			rules = append(rules, landlock.ConnectTCP(uint16(p)))
-		}
-	}
-	if err := cfg.Restrict(rules...); err != nil {
-		return fmt.Errorf("landlock: %v", err)
 	}
 	return nil
 }

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -28,6 +29,9 @@ type Profile struct {
 	Network      string `json:"network"`
 	ConnectPorts []int  `json:"connect_ports"`
 	Limits       Limits `json:"limits"`
+	// Env is the environment allowlist: the gateway's variables a session
+	// gets, by name or by a pattern with * (LC_*). Nil: DefaultEnv.
+	Env []string `json:"env"`
 }
 
 // Limits bound a session's resources. Zero means the default.
@@ -47,13 +51,20 @@ func DefaultLimits() Limits {
 // Spec is what the launcher is handed: a profile with every path made
 // concrete, and the program to run.
 type Spec struct {
-	Profile     string   `json:"profile"`
-	Argv        []string `json:"argv"`
-	Env         []string `json:"env"`
-	Dir         string   `json:"dir"`
-	Read        []string `json:"read"`
-	Write       []string `json:"write"`
-	Devices     []string `json:"devices"`
+	Profile string   `json:"profile"`
+	Argv    []string `json:"argv"`
+	Env     []string `json:"env"`
+	Dir     string   `json:"dir"`
+	// DirID is the identity of Dir as the gateway checked it: the launcher
+	// opens Dir without following links and refuses another directory.
+	DirID   FileID   `json:"dir_id"`
+	Read    []string `json:"read"`
+	Write   []string `json:"write"`
+	Devices []string `json:"devices"`
+	// Grants are Read, Write and Devices as Attach checked them, each with
+	// its identity: the launcher builds its Landlock rules from these
+	// alone, opening each without following links.
+	Grants      []Grant  `json:"grants"`
 	Network     string   `json:"network"`
 	Ports       []int    `json:"ports"`
 	Limits      Limits   `json:"limits"`
@@ -64,6 +75,16 @@ type Spec struct {
 	Unconfined  bool     `json:"unconfined"`
 	NeedsCgroup bool     `json:"needs_cgroup"` // processes can only be bounded by a cgroup (uid 0)
 	MinABI      int      `json:"min_abi"`      // the Landlock ABI required; 0: MinABI
+
+	guard *guard // the gateway's own files, as Resolve found them
+}
+
+// Grant is one path a session may reach, and how.
+type Grant struct {
+	Path   string `json:"path"`
+	Access string `json:"access"` // read, write or device
+	Dir    bool   `json:"dir"`
+	ID     FileID `json:"id"`
 }
 
 // RequiredABI is the Landlock ABI the spec needs.
@@ -77,15 +98,21 @@ func (s Spec) RequiredABI() int {
 // Vars are the values of a profile's placeholders.
 type Vars struct {
 	Cwd, Home, Tmp string
-	Path           string // $PATH
+	// CwdID is the identity of Cwd as the gateway checked it (zero: Attach
+	// takes it).
+	CwdID FileID
+	Path  string // $PATH
 }
 
-// Resolve makes a launch spec of a profile. protected lists files and
-// directories of the gateway's own (policy, audit log and key,
-// recordings): a profile that would let the session read or write one of
-// them is refused.
+// Resolve makes a launch spec of a profile. Every path is resolved to the
+// real one (links, "..", /proc/self/root) before anything is checked.
+// protected lists files and directories of the gateway's own (policy,
+// audit log and key, recordings, log, state): a profile that would grant
+// "/", one of them, a directory that holds one, or one inside them, is
+// refused, however the path is spelled. A {path} directory that would is
+// left out instead: it is a convenience, not the profile's word.
 func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
-	s := Spec{Profile: p.Name, Network: p.Network, Ports: p.ConnectPorts, Limits: p.Limits, UID: -1, GID: -1, Unconfined: p.Unconfined}
+	s := Spec{Profile: p.Name, Network: p.Network, Ports: p.ConnectPorts, Limits: p.Limits, UID: -1, GID: -1, Unconfined: p.Unconfined, DirID: v.CwdID}
 	if p.Unconfined {
 		return s, nil
 	}
@@ -98,23 +125,72 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 	default:
 		return s, fmt.Errorf("profile %s: network must be none, tcp or any, not %q", p.Name, p.Network)
 	}
-	expand := func(list []string) []string {
+	g, err := newGuard(protected)
+	if err != nil {
+		return s, err
+	}
+	s.guard = g
+	var errs []error
+	vars := strings.NewReplacer("{cwd}", v.Cwd, "{home}", v.Home, "{tmp}", v.Tmp)
+	expand := func(access string, list []string) []string {
 		var out []string
 		for _, e := range list {
-			if e == "{path}" {
-				out = append(out, pathRoots(v.Path, v.Home)...)
-				continue
+			fromPath := e == "{path}"
+			cands := pathRoots(v.Path, v.Home)
+			if !fromPath {
+				x := vars.Replace(e)
+				if x == "" || !filepath.IsAbs(x) || strings.Contains(x, "{") {
+					continue // an empty placeholder, or one this build does not know
+				}
+				cands = []string{x}
 			}
-			e = strings.NewReplacer("{cwd}", v.Cwd, "{home}", v.Home, "{tmp}", v.Tmp).Replace(e)
-			if e == "" || !filepath.IsAbs(e) {
-				continue
+			// A path the session can write below ({cwd}/x, {tmp}/x) could
+			// be a link a session made: it must resolve below it still.
+			var base string
+			for _, ph := range []struct{ name, dir string }{{"{cwd}", v.Cwd}, {"{tmp}", v.Tmp}} {
+				if strings.HasPrefix(e, ph.name) && ph.dir != "" {
+					base = ph.dir
+					if r, rerr := RealPath(ph.dir); rerr == nil {
+						base = r
+					}
+				}
 			}
-			out = append(out, filepath.Clean(e))
+			for _, c := range cands {
+				real, err := RealPath(c)
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // a rule for a missing path is left out
+				}
+				var gr Grant
+				if err == nil {
+					gr, err = g.grant(access, real)
+				}
+				switch {
+				case err != nil:
+				case base != "" && !within(real, base):
+					err = fmt.Errorf("it resolves to %s, outside %s", real, base)
+				case e == "{cwd}" && !v.CwdID.IsZero() && gr.ID != v.CwdID:
+					err = errors.New("it is not the directory the gateway checked (it was replaced)")
+				}
+				if err != nil {
+					if !fromPath {
+						spelled := e
+						if c != e {
+							spelled += " (" + c + ")"
+						}
+						errs = append(errs, fmt.Errorf("%s %s is refused: %w", access, spelled, err))
+					}
+					continue
+				}
+				out = append(out, real)
+			}
 		}
 		sort.Strings(out)
 		return compact(out)
 	}
-	s.Read, s.Write, s.Devices = expand(p.Read), expand(p.Write), expand(p.Devices)
+	s.Read, s.Write, s.Devices = expand("read", p.Read), expand("write", p.Write), expand("device", p.Devices)
+	if len(errs) > 0 {
+		return s, fmt.Errorf("profile %s would let the session reach what no session may: %w; start the session in another directory", p.Name, errors.Join(errs...))
+	}
 	def := DefaultLimits()
 	if s.Limits.Processes == 0 {
 		s.Limits.Processes = def.Processes
@@ -128,18 +204,32 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 	if s.Limits.Memory == 0 {
 		s.Limits.Memory = def.Memory
 	}
-	for _, prot := range protected {
-		if prot == "" {
-			continue
+	return s, nil
+}
+
+// grant checks one resolved path for access and returns its identity and
+// whether it is a directory.
+func (g *guard) grant(access, real string) (Grant, error) {
+	gr := Grant{Path: real, Access: access}
+	id, dir, err := Identify(real)
+	if err != nil {
+		return gr, err
+	}
+	gr.ID, gr.Dir = id, dir
+	if err := g.check(real, id); err != nil {
+		return gr, err
+	}
+	if access == "write" {
+		if r := UnderMagicRoot(real); r != "" && !within(real, "/dev/shm") {
+			return gr, fmt.Errorf("it is under %s, the kernel's own files", r)
 		}
-		prot = filepath.Clean(prot)
-		for _, root := range append(append([]string{}, s.Read...), s.Write...) {
-			if within(prot, root) {
-				return s, fmt.Errorf("profile %s would let the session reach the gateway's own %s (through %s); start the session in another directory", p.Name, prot, root)
-			}
+		if fsName, err := PseudoFS(real); err != nil {
+			return gr, err
+		} else if fsName != "" {
+			return gr, fmt.Errorf("it is on %s, the kernel's own file system", fsName)
 		}
 	}
-	return s, nil
+	return gr, nil
 }
 
 func compact(s []string) []string {
@@ -210,13 +300,6 @@ func ParseProfiles(v any) (map[string]Profile, error) {
 	return out, nil
 }
 
-// exists reports whether a path exists (a rule for a missing path is
-// left out rather than failing the launch).
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 func jsonUnmarshalStrict(b []byte, v any) error {
@@ -227,9 +310,11 @@ func jsonUnmarshalStrict(b []byte, v any) error {
 
 // Attach readies the spec for one launch: tmp, when given, is the launch's
 // private temporary directory (writable, and its TMPDIR); name names its
-// pids cgroup. It checks what this kernel can enforce and refuses what it
-// cannot, unless BestEffort, and returns how the launch will be confined
-// and the cgroup the caller empties and removes when the launch is over.
+// cgroup. It checks what this kernel can enforce and refuses what it
+// cannot, unless BestEffort, seals the spec (every path checked again and
+// given its identity, the working directory compared with what the
+// gateway checked), and returns how the launch will be confined and the
+// cgroup the caller empties and removes when the launch is over.
 func (s *Spec) Attach(name, tmp string) (Status, *Cgroup, error) {
 	st := Status{Profile: s.Profile}
 	if tmp != "" {
@@ -237,6 +322,9 @@ func (s *Spec) Attach(name, tmp string) (Status, *Cgroup, error) {
 		if !s.Unconfined {
 			s.Write = append(s.Write, tmp)
 		}
+	}
+	if err := s.seal(); err != nil {
+		return st, nil, err
 	}
 	if s.Unconfined {
 		return st, nil, nil
@@ -255,13 +343,77 @@ func (s *Spec) Attach(name, tmp string) (Status, *Cgroup, error) {
 	switch {
 	case err == nil:
 		st.Cgroup = true
-		s.Cgroups = []string{cg.Procs()}
+		s.Cgroups = cg.ProcsFiles()
+		if !cg.CanFreeze() {
+			st.NotEnforced = append(st.NotEnforced, "no freezer: closing sweeps the cgroup instead of freezing it")
+		}
 	case s.NeedsCgroup && !s.BestEffort:
 		return st, nil, fmt.Errorf("its process count cannot be bounded (%v); RLIMIT_NPROC does not bind root (--session-user, or --sandbox=best-effort)", err)
 	case s.NeedsCgroup:
 		st.NotEnforced = append(st.NotEnforced, "process count: no pids cgroup, and RLIMIT_NPROC does not bind root")
 	}
 	return st, cg, nil
+}
+
+// seal checks the working directory against the identity the gateway
+// checked (or takes it, when none was given), and every granted path
+// again: resolved, refused when it reaches the gateway's own files, and
+// given the identity the launcher will demand.
+func (s *Spec) seal() error {
+	if s.Dir != "" {
+		id, dir, err := Identify(s.Dir)
+		switch {
+		case err != nil:
+			return fmt.Errorf("the working directory: %w; nothing was started", err)
+		case !dir:
+			return fmt.Errorf("the working directory %s is not a directory; nothing was started", s.Dir)
+		case s.DirID.IsZero():
+			s.DirID = id
+		case id != s.DirID:
+			return fmt.Errorf("the working directory %s was replaced after it was checked; nothing was started", s.Dir)
+		}
+	}
+	if s.Unconfined {
+		return nil
+	}
+	g := s.guard
+	if g == nil {
+		var err error
+		if g, err = newGuard(nil); err != nil {
+			return err
+		}
+	}
+	s.Grants = s.Grants[:0]
+	for _, l := range []struct {
+		access string
+		paths  *[]string
+	}{{"read", &s.Read}, {"write", &s.Write}, {"device", &s.Devices}} {
+		var kept []string
+		for _, p := range *l.paths {
+			// Every path is real by now (Resolve made it so, and the
+			// gateway's own tmp and session directories are): one that
+			// resolves elsewhere had a link put in it, and is refused
+			// rather than followed.
+			real, err := RealPath(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", l.access, p, err)
+			}
+			if real != filepath.Clean(p) {
+				return fmt.Errorf("%s %s now resolves to %s (a link was put in its way); nothing was started", l.access, p, real)
+			}
+			gr, err := g.grant(l.access, real)
+			if err != nil {
+				return fmt.Errorf("%s %s is refused: %w; nothing was started", l.access, real, err)
+			}
+			s.Grants = append(s.Grants, gr)
+			kept = append(kept, real)
+		}
+		*l.paths = kept
+	}
+	return nil
 }
 
 // setEnv sets name=value in a copy of env.
@@ -273,4 +425,82 @@ func setEnv(env []string, name, value string) []string {
 		}
 	}
 	return append(out, name+"="+value)
+}
+
+// DefaultEnv is the environment allowlist of a profile that names none:
+// what developer tools need, and no credential.
+func DefaultEnv() []string {
+	return []string{
+		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ",
+		"TERM", "COLORTERM", "NO_COLOR", "EDITOR", "VISUAL", "PAGER",
+		"PYENV_ROOT", "PYENV_VERSION", "NVM_DIR", "NVM_BIN", "NVM_INC", "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN",
+		"GOPATH", "GOROOT", "GOTOOLCHAIN", "GOFLAGS", "GOPROXY", "GOPRIVATE", "ASDF_*", "VIRTUAL_ENV",
+		"CONDA_PREFIX", "CONDA_DEFAULT_ENV", "JAVA_HOME", "PNPM_HOME", "BUN_INSTALL", "DENO_INSTALL", "VOLTA_HOME",
+		"MANPATH", "PKG_CONFIG_PATH", "SSL_CERT_FILE", "SSL_CERT_DIR",
+	}
+}
+
+// DefaultEnvDeny are the variables no session gets even when an allowlist
+// names them: credentials by their usual names.
+func DefaultEnvDeny() []string {
+	return []string{
+		"AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CREDENTIALS", "CLOUDSDK_*",
+		"*_TOKEN", "*_TOKEN_*", "TOKEN", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*_KEY", "*_APIKEY",
+		"*_ACCESS_KEY*", "*_PRIVATE_KEY*", "*CREDENTIAL*", "*_COOKIE", "*_SESSION",
+	}
+}
+
+// MatchEnv reports whether a variable name matches one of the patterns:
+// a name, or a pattern with * for any run of characters (LC_*, *_TOKEN).
+func MatchEnv(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if p == name {
+			return true
+		}
+		if strings.Contains(p, "*") {
+			if ok, err := path.Match(p, name); err == nil && ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Environ returns the variables of env this profile lets a session have:
+// those its allowlist (or DefaultEnv) names, less those deny names. A
+// variable whose name is not a plain identifier is never passed on (an
+// exported shell function, BASH_FUNC_x%%, is one).
+func (p Profile) Environ(env, deny []string) []string {
+	allow := p.Env
+	if allow == nil {
+		allow = DefaultEnv()
+	}
+	out := []string{}
+	for _, kv := range env {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || !PlainName(name) || strings.HasPrefix(name, "BASH_FUNC_") {
+			continue
+		}
+		if MatchEnv(name, allow) && !MatchEnv(name, deny) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// PlainName reports whether name is a plain variable name:
+// [A-Za-z_][A-Za-z0-9_]*.
+func PlainName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i, r := range name {
+		switch {
+		case r == '_', 'A' <= r && r <= 'Z', 'a' <= r && r <= 'z':
+		case '0' <= r && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
 }

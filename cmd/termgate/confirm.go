@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -39,6 +41,7 @@ type humanConfirmer struct {
 	aead      cipher.AEAD
 	ttl       time.Duration
 	agentMode bool
+	redact    func(string) string // masks secrets in what the human is shown; nil: none
 
 	mu       sync.Mutex
 	used     map[string]time.Time // nonces redeemed, until they expire
@@ -84,6 +87,11 @@ func inputHash(in GateInput) string {
 	if in.Start != nil {
 		b, _ := json.Marshal(in.Start)
 		h.Write(b)
+		// The values too: an approval of rm -rf "$T" with T=scratch is not
+		// one of the same line with T=~.
+		for _, kv := range in.Start.EnvValues {
+			fmt.Fprintf(h, "%d:%s\x00", len(kv), kv)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -140,29 +148,107 @@ func (c *humanConfirmer) redeem(nonce string, exp time.Time) bool {
 	return true
 }
 
+// question is what the human is asked: the program, its argv, the
+// working directory and the environment the agent set, the input, and the
+// rule; every text escaped (escapeText) and redacted.
 func (c *humanConfirmer) question(in GateInput, d Decision) *mcp.ElicitParams {
+	red := c.redact
+	if red == nil {
+		red = func(s string) string { return s }
+	}
+	show := func(s string) string { return escapeText(red(s)) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "termgate: the agent wants to run this, and the policy asks you first.\n\n")
-	fmt.Fprintf(&b, "  %s\n\n", in.Text)
-	fmt.Fprintf(&b, "program: %s\n", in.Program)
+	fmt.Fprintf(&b, "  %s\n\n", show(in.Text))
+	fmt.Fprintf(&b, "program: %s\n", show(in.Program))
 	switch {
 	case in.Session != nil:
-		fmt.Fprintf(&b, "session: %s %s\ncwd: %s\n", in.Session.ID, in.Session.Name, in.Session.Cwd)
+		fmt.Fprintf(&b, "session: %s %s\ncwd: %s\n", show(in.Session.ID), show(in.Session.Name), show(in.Session.Cwd))
 	case in.Start != nil:
-		fmt.Fprintf(&b, "cwd: %s\n", in.Start.Cwd)
+		argv := make([]string, len(in.Start.Argv))
+		for i, a := range in.Start.Argv {
+			argv[i] = quoteText(red(a))
+		}
+		fmt.Fprintf(&b, "argv: [%s]\ncwd: %s\n", strings.Join(argv, ", "), show(in.Start.Cwd))
+		if len(in.Start.EnvValues) == 0 {
+			b.WriteString("environment set by the agent: none\n")
+		} else {
+			b.WriteString("environment set by the agent:\n")
+			for _, kv := range in.Start.EnvValues {
+				name, value, _ := strings.Cut(kv, "=")
+				fmt.Fprintf(&b, "  %s=%s\n", show(name), quoteText(red(value)))
+			}
+		}
 	}
-	fmt.Fprintf(&b, "rule: %s (%s)\nreason: %s\n", d.Rule, d.Severity, d.Reason)
+	fmt.Fprintf(&b, "rule: %s (%s)\nreason: %s\n", show(d.Rule), show(d.Severity), show(d.Reason))
 	return &mcp.ElicitParams{
 		Mode:    "form",
 		Message: b.String(),
 		RequestedSchema: map[string]any{
 			"type": "object",
 			"properties": map[string]any{
-				"approve": map[string]any{"type": "boolean", "title": "Run it", "description": "Approve running exactly the input shown, once."},
+				"approve": map[string]any{"type": "boolean", "title": "Run it", "description": "Approve running exactly the input shown, once, with exactly the environment shown."},
 			},
 			"required": []string{"approve"},
 		},
 	}
+}
+
+// escapeText makes text safe to show a human: what is shown is what is
+// there. Control characters (C0, DEL, C1), bidirectional controls (which
+// reorder what follows: "rm -rf ~ \u202e…"), zero-width and invisible
+// characters, line and paragraph separators, and bytes that are not
+// UTF-8 are written as Go escapes (\n, \x1b, \u202e, \U000e0041, \xff); a
+// backslash as \\. Every text of a confirmation question goes through
+// it.
+func escapeText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r > 0xffff && hiddenRune(r):
+			fmt.Fprintf(&b, `\U%08x`, r)
+		case r >= 0x80 && r < 0xa0, hiddenRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// hiddenRune reports a character that changes how text around it reads
+// without showing itself: bidirectional controls and marks, zero-width
+// and invisible characters, line and paragraph separators, and Unicode's
+// other format characters.
+func hiddenRune(r rune) bool {
+	switch {
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	case r >= 0x200b && r <= 0x200d, r == 0x2060, r == 0xfeff, r == 0x00ad, r == 0x180e:
+		return true
+	case r == 0x2028, r == 0x2029:
+		return true
+	}
+	return unicode.Is(unicode.Cf, r)
+}
+
+// quoteText is escapeText between double quotes (a " inside as \").
+func quoteText(s string) string {
+	return `"` + strings.ReplaceAll(escapeText(s), `"`, `\"`) + `"`
 }
 
 // errNeedInput carries the input-required result the handler must return.

@@ -46,8 +46,12 @@ type GateRef struct {
 	ID   string   `json:"id,omitempty"`
 	Name string   `json:"name,omitempty"`
 	Argv []string `json:"argv,omitempty"`
-	Cwd  string   `json:"cwd,omitempty"`
-	Env  []string `json:"env,omitempty"` // names only
+	Cwd  string   `json:"cwd,omitempty"` // a start's or exec's: the real directory, checked (checkCwd)
+	Env  []string `json:"env,omitempty"` // names only, sorted
+	// EnvValues are the variables the agent set, NAME=value in the order
+	// of Env. They bind a confirmation (its hash) and are shown to the
+	// human who confirms; never to the policy or the audit log.
+	EnvValues []string `json:"-"`
 }
 
 // Client is the MCP client as it introduced itself.

@@ -45,7 +45,8 @@ func TestPolicyDeniesAndNothingIsSent(t *testing.T) {
 
 	// Every path is gated: exec, and the session start itself.
 	s.fails("exec", map[string]any{"command": "rm -rf / --no-preserve-root"}, "denied by")
-	s.fails("session_start", map[string]any{"env": map[string]string{"LD_PRELOAD": "/tmp/x.so"}}, "denied by start.dangerous_env")
+	s.fails("session_start", map[string]any{"env": map[string]string{"LD_PRELOAD": "/tmp/x.so"}}, `env: "LD_PRELOAD" is never accepted from an agent`)
+	s.fails("session_start", map[string]any{"command": "env LD_PRELOAD=/tmp/x.so bash"}, "denied by start.env_code")
 	s.fails("session_start", map[string]any{"command": "sh -c 'mkfs.ext4 /dev/sdz'"}, "denied by disk.format")
 
 	// Allowed input carries the decision that let it through.

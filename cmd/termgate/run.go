@@ -166,6 +166,7 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		return err
 	}
 	logger.Info("redaction ready", "rules", redactor.Rules(), "secrets_held", len(secrets))
+	confirmer.redact = redactor.Redact
 	stages := Stages{Decider: engineDecider{engine}, Confirmer: confirmer, Redactor: redactor}
 	var auditor *ecsAuditor
 	if cfg.AuditLog != "off" {

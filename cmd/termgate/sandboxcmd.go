@@ -63,27 +63,47 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1
 	}
-	g := &gateway{cfg: cfg, getenv: getenv, protected: protectedPaths(cfg, getenv)}
-	spec, err := g.sandboxSpec(engine.Bundle(), *profile, cwd)
+	// The human's own directory, checked as a session's is (resolved,
+	// never /, the home, or the kernel's files), without session roots.
+	home := getenv("HOME")
+	rules, err := sessionRoots(nil, cwd, home)
 	if err != nil {
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1
 	}
+	rules.anyRoot = true
+	rules.protected = protectedPaths(cfg, getenv)
+	dir, err := checkCwd("", cwd, rules)
+	if err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 1
+	}
+	g := &gateway{cfg: cfg, getenv: getenv, protected: protectedPaths(cfg, getenv), env: sessionEnv(os.Environ(), nil)}
+	l, err := g.prepareLaunch(engine.Bundle(), *profile, dir, argv)
+	if err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 1
+	}
+	if l.spec == nil {
+		fmt.Fprintln(stderr, "termgate: sandbox run confines; --sandbox=off is not for it")
+		return 2
+	}
+	spec := l.spec
 	tmp, err := os.MkdirTemp("", "termgate-run-")
 	if err != nil {
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	spec.Argv, spec.Dir = append([]string{path}, argv[1:]...), cwd
-	spec.Env = sessionEnv(os.Environ(), nil)
+	spec.Argv, spec.Dir = append([]string{path}, argv[1:]...), dir.Path
+	spec.Env = l.env
 	_, cg, err := spec.Attach(fmt.Sprintf("run-%d", os.Getpid()), tmp)
 	if err != nil {
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1
 	}
 	if cg != nil {
-		defer func() { cg.Kill(); _ = cg.Remove() }()
+		defer func() { _ = cg.Kill(); _ = cg.Remove() }()
 	}
 	cmd := exec.Command(path)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -350,9 +349,6 @@ func (g *gateway) sandboxText(s *session.Session) string {
 	return s.Sandbox().String()
 }
 
-// shellMeta are the characters that make a command line need a shell.
-const shellMeta = "|&;<>()$`\\\"'*?[]#~=%{}\n\t!"
-
 func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in startIn) (*mcp.CallToolResult, startOut, error) {
 	var out startOut
 	if in.Command != "" && len(in.Argv) > 0 {
@@ -392,50 +388,17 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, out, err
 	}
-	cwd := in.Cwd
-	if cwd == "" {
-		if cwd, err = os.Getwd(); err != nil {
-			return nil, out, fmt.Errorf("finding the working directory: %w", err)
-		}
+	bundle := g.policy.Bundle()
+	dir, agent, err := g.checkStart(bundle, in.Cwd, in.Env)
+	if err != nil {
+		return nil, out, err
 	}
-	if cwd, err = filepath.Abs(cwd); err != nil {
-		return nil, out, fmt.Errorf("cwd: %w", err)
+	argv, err := startArgv(in.Command, in.Argv, g.cfg.Shell)
+	if err != nil {
+		return nil, out, err
 	}
-	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
-		return nil, out, fmt.Errorf("cwd %q is not a directory", in.Cwd)
-	}
-	var argv []string
-	switch {
-	case len(in.Argv) > 0:
-		argv = in.Argv
-	case strings.TrimSpace(in.Command) == "":
-		argv = []string{g.cfg.Shell}
-	case strings.ContainsAny(in.Command, shellMeta):
-		argv = []string{"/bin/sh", "-c", in.Command}
-	default:
-		argv = strings.Fields(in.Command)
-	}
-	if argv[0] == "" || strings.ContainsRune(strings.Join(argv, ""), 0) {
-		return nil, out, errors.New("argv must not be empty or hold NUL bytes")
-	}
-	env := append([]string{}, g.env...)
-	env = append(env, "TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1")
-	names := make([]string, 0, len(in.Env))
-	for k, v := range in.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return nil, out, fmt.Errorf("env: %q is not a valid variable", k)
-		}
-		env = append(env, k+"="+v)
-		names = append(names, k)
-	}
-
-	gin := GateInput{
-		Action:  "start",
-		Text:    strings.Join(argv, " "),
-		Program: filepath.Base(argv[0]),
-		Start:   &GateRef{Name: in.Name, Argv: argv, Cwd: cwd, Env: names},
-		Client:  clientOf(req),
-	}
+	gin := startInput(in.Name, argv, dir, agent)
+	gin.Client = clientOf(req)
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -443,11 +406,12 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, out, err
 	}
-	sb, err := g.sandboxSpec(g.policy.Bundle(), d.Profile, cwd)
+	l, err := g.prepareLaunch(bundle, d.Profile, dir, argv)
 	if err != nil {
 		return nil, out, err
 	}
-	spec := session.Spec{Name: in.Name, Argv: argv, Dir: cwd, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: sb}
+	env := mergeEnv(l.env, append([]string{"TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1"}, agent.Pairs...)...)
+	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec}
 	var tap *recordingTap
 	var tapErr error
 	if g.cfg.RecordDir != "" {
@@ -1104,28 +1068,14 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	if err != nil {
 		return nil, out, err
 	}
-	cwd := in.Cwd
-	if cwd == "" {
-		if cwd, err = os.Getwd(); err != nil {
-			return nil, out, fmt.Errorf("finding the working directory: %w", err)
-		}
-	}
-	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
-		return nil, out, fmt.Errorf("cwd %q is not a directory", in.Cwd)
-	}
-	env := append([]string{}, g.env...)
-	env = append(env, "TERMGATE_SESSION=1")
-	names := []string{}
-	for k, v := range in.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return nil, out, fmt.Errorf("env: %q is not a valid variable", k)
-		}
-		env = append(env, k+"="+v)
-		names = append(names, k)
+	bundle := g.policy.Bundle()
+	dir, agent, err := g.checkStart(bundle, in.Cwd, in.Env)
+	if err != nil {
+		return nil, out, err
 	}
 	gin := GateInput{
 		Action: "exec", Text: in.Command, Program: "bash",
-		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: cwd, Env: names},
+		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: dir.Path, Env: agent.Names, EnvValues: agent.Pairs},
 		Client: clientOf(req),
 	}
 	d, err := g.stages.gate(ctx, req, gin)
@@ -1139,11 +1089,14 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	if err != nil {
 		return nil, out, err
 	}
-	sb, err := g.sandboxSpec(g.policy.Bundle(), d.Profile, cwd)
+	argv := []string{shell, "-c", in.Command}
+	l, err := g.prepareLaunch(bundle, d.Profile, dir, argv)
 	if err != nil {
 		return nil, out, err
 	}
-	r, err := session.Exec(ctx, []string{shell, "-c", in.Command}, cwd, env, limit, 4*g.cfg.MaxOutput, g.redactor, sb)
+	env := mergeEnv(l.env, append([]string{"TERMGATE_SESSION=1"}, agent.Pairs...)...)
+	sb := l.spec
+	r, err := session.Exec(ctx, argv, dir.Path, env, limit, 4*g.cfg.MaxOutput, g.redactor, sb)
 	if err != nil {
 		return nil, out, fmt.Errorf("exec: %w", err)
 	}
