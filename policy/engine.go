@@ -48,6 +48,7 @@ type Input struct {
 	Secret     bool     `json:"secret,omitempty"`
 	Session    *Session `json:"session,omitempty"`
 	Start      *Start   `json:"start,omitempty"`
+	Exec       *Exec    `json:"exec,omitempty"` // a program the kernel holds (exec.go)
 	Client     Client   `json:"client"`
 }
 
@@ -97,6 +98,10 @@ func (in *Input) Prepare() { in.prepare(nil) }
 // prepare is Prepare with a shell parser to reuse (nil: a new one).
 func (in *Input) prepare(p *syntax.Parser) {
 	if in.Shell != nil || in.Secret {
+		return
+	}
+	if in.Exec != nil {
+		in.prepareExec(p) // argv, not a line: exec.go
 		return
 	}
 	if in.Action == "start" && in.Start != nil && len(in.Start.Argv) > 0 {

@@ -86,7 +86,11 @@ func (in *Input) value() ast.Value {
 	if s := in.Start; s != nil {
 		kv = append(kv, "start", obj("argv", strs(s.Argv), "cwd", str(s.Cwd), "env", strs(s.Env)))
 	}
-	return obj(kv...).Value
+	o := obj(kv...)
+	if in.Exec != nil {
+		o.Value.(ast.Object).Insert(execKey, in.Exec.term()) // exec.go
+	}
+	return o.Value
 }
 
 func (sh *Shell) term() *ast.Term {
