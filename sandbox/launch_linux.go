@@ -31,14 +31,21 @@ type Status struct {
 	Seccomp     bool     `json:"seccomp"`
 	Cgroup      bool     `json:"cgroup"`
 	NotEnforced []string `json:"not_enforced,omitempty"`
+	// ExecGate is the exec gate's mode ("enforce", "audit") when every
+	// exec of the launch is judged, else "".
+	ExecGate string `json:"exec_gate,omitempty"`
 }
 
 func (s Status) String() string {
+	gate := ""
+	if s.ExecGate != "" {
+		gate = "; exec gate " + s.ExecGate
+	}
 	if s.Profile == "" {
-		return "none: not confined"
+		return "none: not confined" + gate + s.notEnforced("; ")
 	}
 	if !s.Enforced && s.LandlockABI == 0 && !s.Seccomp {
-		return "none: profile " + s.Profile + " is unconfined"
+		return "none: profile " + s.Profile + " is unconfined" + gate + s.notEnforced("; ")
 	}
 	parts := []string{"profile " + s.Profile, fmt.Sprintf("landlock ABI %d", s.LandlockABI)}
 	if s.Seccomp {
@@ -46,6 +53,9 @@ func (s Status) String() string {
 	}
 	if s.Cgroup {
 		parts = append(parts, "pids cgroup")
+	}
+	if s.ExecGate != "" {
+		parts = append(parts, "exec gate "+s.ExecGate)
 	}
 	head := "enforced"
 	if len(s.NotEnforced) > 0 {
@@ -55,19 +65,30 @@ func (s Status) String() string {
 	return head + ": " + strings.Join(parts, ", ")
 }
 
+// notEnforced is what was not enforced, after sep, for an unconfined
+// launch ("" when all was).
+func (s Status) notEnforced(sep string) string {
+	if len(s.NotEnforced) == 0 {
+		return ""
+	}
+	return sep + "NOT enforced: " + strings.Join(s.NotEnforced, "; ")
+}
+
 // IsLauncher reports whether this process was started as the launcher.
 // main calls it first, before flags or goroutines of its own.
 func IsLauncher() bool { return len(os.Args) > 1 && os.Args[1] == LaunchArg }
 
-// Launch is a launcher process being started.
-type Launch struct {
-	status *os.File
+// launcher is a launcher process being readied and started: the ends of
+// its status pipe and of the exec gate's socket the gateway keeps.
+type launcher struct {
+	status *os.File // reads the launcher's status: closes empty on exec
+	gate   *os.File // receives the exec gate's listener, or nil
 }
 
-// Prepare sets cmd up to run spec's program through the launcher: cmd's
-// path becomes this executable, the spec goes on fd 3 and a status pipe
-// on fd 4. Call Started after cmd.Start.
-func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
+// prepare sets cmd up to run spec's program through the launcher: cmd's
+// path becomes this executable, the spec goes on fd 3, a status pipe on
+// fd 4 and, with the exec gate, a socket on fd 5.
+func prepare(cmd *exec.Cmd, spec Spec) (*launcher, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: finding termgate's own executable: %w", err)
@@ -97,21 +118,47 @@ func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
 		statusW.Close()
 		return nil, err
 	}
+	l := &launcher{status: statusR}
+	files := []*os.File{specR, statusW}
+	if spec.ExecGate {
+		mine, theirs, err := gateSocket()
+		if err != nil {
+			specR.Close()
+			statusR.Close()
+			statusW.Close()
+			return nil, err
+		}
+		l.gate = mine
+		files = append(files, theirs)
+	}
 	cmd.Path = self
 	cmd.Args = []string{"termgate-launch", LaunchArg}
 	cmd.Dir = "/"
 	cmd.Env = []string{}
-	cmd.ExtraFiles = []*os.File{specR, statusW}
-	return &Launch{status: statusR}, nil
+	cmd.ExtraFiles = files
+	return l, nil
 }
 
-// Started waits for the launcher to exec the program or fail: the status
-// pipe closes empty on exec, or carries the reason.
-func (l *Launch) Started(cmd *exec.Cmd) error {
+// closeChildEnds closes the descriptors cmd handed the launcher: after
+// the start they are the launcher's alone, and the status pipe reads EOF
+// only once no copy of its write end is left.
+func (l *launcher) closeChildEnds(cmd *exec.Cmd) {
 	for _, f := range cmd.ExtraFiles {
 		f.Close()
 	}
-	defer l.status.Close()
+}
+
+// close releases the gateway's ends.
+func (l *launcher) close() {
+	l.status.Close()
+	if l.gate != nil {
+		l.gate.Close()
+	}
+}
+
+// started waits for the launcher to exec the program or fail: the status
+// pipe closes empty on exec, or carries the reason.
+func (l *launcher) started() error {
 	msg, err := io.ReadAll(l.status)
 	if err != nil {
 		return fmt.Errorf("sandbox: reading the launcher's status: %w", err)
@@ -152,6 +199,11 @@ func Main() {
 	}
 	if err := confine(s); err != nil {
 		fail("%v", err)
+	}
+	if s.ExecGate {
+		if err := gateExecs(s); err != nil {
+			fail("%v", err)
+		}
 	}
 	path := s.Argv[0]
 	if err := unix.Exec(path, s.Argv, s.Env); err != nil {

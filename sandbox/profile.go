@@ -75,6 +75,10 @@ type Spec struct {
 	Unconfined  bool     `json:"unconfined"`
 	NeedsCgroup bool     `json:"needs_cgroup"` // processes can only be bounded by a cgroup (uid 0)
 	MinABI      int      `json:"min_abi"`      // the Landlock ABI required; 0: MinABI
+	// ExecGate: the launcher holds every execve and execveat of the
+	// launch's processes for the gateway (seccomp user notification),
+	// and hands it the listener on fd 5 before its own exec.
+	ExecGate bool `json:"exec_gate"`
 
 	guard *guard // the gateway's own files, as Resolve found them
 }

@@ -65,6 +65,19 @@ type Spec struct {
 	// the session's private directory is added to what it may write, and
 	// is its TMPDIR.
 	Sandbox *sandbox.Spec
+	// ExecGate, when set, holds every exec of the session's processes
+	// until its judge answers (with or without Sandbox).
+	ExecGate *ExecGate
+}
+
+// ExecGate is how a session's (or an Exec's) execs are judged.
+type ExecGate struct {
+	// Judge returns the judge of one session, by its id (an Exec's id
+	// starts with "exec-").
+	Judge      func(id string) sandbox.ExecJudge
+	Mode       string // for the status: enforce, audit
+	BestEffort bool   // run without the gate where the kernel cannot hold execs (and say so)
+	Programs   *sandbox.ProgramIndex
 }
 
 // Tap watches a session's traffic (a recording).
@@ -163,7 +176,7 @@ type Session struct {
 	lastRead   time.Time // when the program last wrote (before any redaction hold)
 	stream     *redact.Stream
 	tap        Tap
-	cgroup     *sandbox.Cgroup
+	launched   *sandbox.Launch // how the program was started confined, or nil
 	sandbox    sandbox.Status
 	lastInput  time.Time
 	started    time.Time
@@ -232,32 +245,27 @@ func start(id string, spec Spec) (*Session, error) {
 	cmd.Path = argv[0]
 	cmd.Dir = spec.Dir
 	cmd.Env = env
-	var launch *sandbox.Launch
-	if spec.Sandbox != nil {
-		if launch, err = s.prepareSandbox(cmd, *spec.Sandbox, argv, env); err != nil {
-			s.cleanupFailed(nil) // the cgroup Attach made, too
-			return nil, err
-		}
-	}
 	// Pdeathsig: if the server dies without closing its sessions, the
 	// session leader gets SIGKILL rather than living on.
 	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	s.screen = NewScreen(spec.Rows, spec.Cols, spec.Scrollback, s.reply)
+	var begin func() error // starts cmd: directly, or as the launcher
+	var undo func()        // closes what begin opened, when the start fails
 	switch spec.Mode {
 	case ModePTY:
 		attr.Setctty = true
 		cmd.SysProcAttr = attr
-		f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Rows: uint16(spec.Rows), Cols: uint16(spec.Cols)}, attr)
-		if err != nil {
-			s.cleanupFailed(nil)
-			return nil, fmt.Errorf("starting %s: %w", spec.Argv[0], err)
+		begin = func() error {
+			f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Rows: uint16(spec.Rows), Cols: uint16(spec.Cols)}, attr)
+			if err != nil {
+				return err
+			}
+			s.pty, s.out = f, f
+			return nil
 		}
-		s.pty, s.out = f, f
-		if launch != nil {
-			if err := launch.Started(cmd); err != nil {
-				f.Close()
-				s.cleanupFailed(cmd)
-				return nil, fmt.Errorf("session not confined, so not started: %w", err)
+		undo = func() {
+			if s.pty != nil {
+				s.pty.Close()
 			}
 		}
 	case ModePipe:
@@ -275,27 +283,27 @@ func start(id string, spec Spec) (*Session, error) {
 			return nil, fmt.Errorf("creating pipe: %w", err)
 		}
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, outW
-		err = cmd.Start()
-		inR.Close()
-		outW.Close()
-		if err == nil && launch != nil {
-			if err = launch.Started(cmd); err != nil {
-				inW.Close()
-				outR.Close()
-				s.cleanupFailed(cmd)
-				return nil, fmt.Errorf("session not confined, so not started: %w", err)
-			}
+		s.stdin, s.out = inW, outR
+		begin = func() error {
+			err := cmd.Start()
+			inR.Close()
+			outW.Close()
+			return err
 		}
-		if err != nil {
+		undo = func() {
+			inR.Close()
+			outW.Close()
 			inW.Close()
 			outR.Close()
-			s.cleanupFailed(nil)
-			return nil, fmt.Errorf("starting %s: %w", spec.Argv[0], err)
 		}
-		s.stdin, s.out = inW, outR
 	default:
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("unknown mode %q", spec.Mode)
+	}
+	if err := s.launch(cmd, argv, env, begin); err != nil {
+		undo()
+		os.RemoveAll(dir)
+		return nil, err
 	}
 	s.cmd = cmd
 	// The start's quiet period counts from the program's own start: a
@@ -312,34 +320,41 @@ func start(id string, spec Spec) (*Session, error) {
 	return s, nil
 }
 
-// prepareSandbox makes cmd start through the sandbox launcher.
-func (s *Session) prepareSandbox(cmd *exec.Cmd, sb sandbox.Spec, argv, env []string) (*sandbox.Launch, error) {
+// launch starts cmd with begin: through the sandbox launcher when the
+// session is confined or its execs are gated (sandbox.Start: one launch
+// API for sessions, exec and `termgate sandbox run`), directly otherwise.
+func (s *Session) launch(cmd *exec.Cmd, argv, env []string, begin func() error) error {
+	spec := s.spec
+	var sb sandbox.Spec
+	switch {
+	case spec.Sandbox != nil:
+		sb = *spec.Sandbox
+	case spec.ExecGate != nil:
+		sb = sandbox.Spec{Unconfined: true, UID: -1, GID: -1} // unconfined, but its execs judged
+	default:
+		if err := begin(); err != nil {
+			return fmt.Errorf("starting %s: %w", spec.Argv[0], err)
+		}
+		return nil
+	}
 	tmp := filepath.Join(s.privDir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the session's tmp: %w", err)
+		return fmt.Errorf("creating the session's tmp: %w", err)
 	}
-	sb.Argv, sb.Dir, sb.Env = argv, s.spec.Dir, env
+	sb.Argv, sb.Dir, sb.Env = argv, spec.Dir, env
 	if !sb.Unconfined {
 		sb.Write = append(sb.Write, s.privDir) // history and rc files too
 	}
-	st, cg, err := sb.Attach(s.id, tmp)
+	o := sandbox.Options{Name: s.id, Tmp: tmp}
+	if g := spec.ExecGate; g != nil {
+		o.Judge, o.GateMode, o.GateBestEffort, o.Programs = g.Judge(s.id), g.Mode, g.BestEffort, g.Programs
+	}
+	l, err := sandbox.Start(cmd, sb, o, begin)
 	if err != nil {
-		return nil, fmt.Errorf("session not started: %w", err)
+		return fmt.Errorf("session not started: %w", err)
 	}
-	s.sandbox, s.cgroup = st, cg
-	return sandbox.Prepare(cmd, sb)
-}
-
-// cleanupFailed undoes a start that did not happen.
-func (s *Session) cleanupFailed(cmd *exec.Cmd) {
-	if cmd != nil && cmd.Process != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-	if s.cgroup != nil {
-		_ = s.cgroup.Remove()
-	}
-	os.RemoveAll(s.privDir)
+	s.sandbox, s.launched = l.Status(), l
+	return nil
 }
 
 // Sandbox says how the session is confined.
@@ -443,10 +458,10 @@ func (s *Session) waitLoop() {
 	// so that a program's exit never leaves orphans behind.
 	pid := s.cmd.Process.Pid
 	reapTree(pid, 200*time.Millisecond)
-	if s.cgroup != nil {
-		// What left the process session (setsid) is still in the cgroup.
-		s.cgroup.Kill()
-		_ = s.cgroup.Remove()
+	if s.launched != nil {
+		// What left the process session (setsid) is still in the cgroup;
+		// the exec gate stops with the launch.
+		_ = s.launched.End()
 	}
 	// Let the reader drain what the program printed last.
 	select {

@@ -1,0 +1,106 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// memImage lays out an argv as a process's memory holds it: the strings,
+// then the NULL-terminated pointer array, at base. It returns the image
+// and the array's address.
+func memImage(base uint64, args []string) ([]byte, uint64) {
+	var img bytes.Buffer
+	var ptrs []uint64
+	for _, a := range args {
+		ptrs = append(ptrs, base+uint64(img.Len()))
+		img.WriteString(a)
+		img.WriteByte(0)
+	}
+	for img.Len()%8 != 0 {
+		img.WriteByte(0)
+	}
+	at := base + uint64(img.Len())
+	for _, p := range append(ptrs, 0) {
+		binary.Write(&img, binary.NativeEndian, p)
+	}
+	return img.Bytes(), at
+}
+
+// fileMem is a procMem over a file that stands in for a process's memory:
+// the image at offset base, holes (unreadable) elsewhere past its end.
+func fileMem(t testing.TB, base uint64, img []byte) *procMem {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "mem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.WriteAt(img, int64(base)); err != nil {
+		t.Fatal(err)
+	}
+	return &procMem{fd: int(f.Fd())}
+}
+
+func TestArgvReader(t *testing.T) {
+	big := string(bytes.Repeat([]byte("x"), 5000)) // longer than a window
+	for _, args := range [][]string{{"/bin/true"}, {}, {"rm", "-rf", "/home/u"}, {"a", "", big, "c"}} {
+		img, at := memImage(8192, args)
+		m := fileMem(t, 8192, img)
+		got, err := m.strs(at)
+		if err != nil || len(got) != len(args) {
+			t.Fatalf("%q: %q, %v", args, got, err)
+		}
+		for i := range args {
+			if got[i] != args[i] {
+				t.Fatalf("arg %d: %q, want %q", i, got[i], args[i])
+			}
+		}
+	}
+	// A NULL argv is an empty one; a pointer past the image is a bad
+	// address, as the kernel will say.
+	m := fileMem(t, 0, []byte("x\x00"))
+	if got, err := m.strs(0); err != nil || len(got) != 0 {
+		t.Fatalf("NULL argv: %q %v", got, err)
+	}
+	img, at := memImage(0, []string{"a"})
+	binary.NativeEndian.PutUint64(img[at:], 1<<40)
+	if _, err := fileMem(t, 0, img).strs(at); !errors.Is(err, unix.EFAULT) {
+		t.Fatalf("a wild pointer: %v", err)
+	}
+}
+
+// FuzzArgvReader: whatever a process's memory holds where its argv is
+// said to be, reading it never panics, and what it returns is within the
+// limits and is what the memory says.
+func FuzzArgvReader(f *testing.F) {
+	img, at := memImage(4096, []string{"rm", "-rf", "/home/u"})
+	f.Add(img, at-4096)
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0}, uint64(0))
+	f.Add(bytes.Repeat([]byte{0xff}, 64), uint64(8))
+	f.Fuzz(func(t *testing.T, img []byte, off uint64) {
+		if len(img) > 1<<16 || off > 1<<16 {
+			return
+		}
+		m := fileMem(t, 4096, img)
+		got, err := m.strs(4096 + off)
+		if err != nil {
+			return
+		}
+		total := 0
+		for _, s := range got {
+			if bytes.IndexByte([]byte(s), 0) >= 0 {
+				t.Fatalf("a NUL inside %q", s)
+			}
+			total += len(s) + 1
+		}
+		if len(got) > maxArgs || total > maxArgBytes {
+			t.Fatalf("over the limits: %d args, %d bytes", len(got), total)
+		}
+	})
+}

@@ -1,0 +1,291 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+
+	seccomp "github.com/seccomp/libseccomp-golang"
+	"golang.org/x/sys/unix"
+)
+
+// ExecRequest is one exec a process of a launch asked for, held in the
+// kernel until it is answered: what the gateway could read of it.
+type ExecRequest struct {
+	Pid     int    // the process that asks (its thread group)
+	PPid    int    // its parent
+	Syscall string // execve or execveat
+	// Path is the pathname as the process gave it; Executable the file
+	// it names, resolved (relative to the process's working directory or
+	// execveat's directory, links followed).
+	Path       string
+	Executable string
+	// Program is what the file is (Identify): its name, or the system
+	// program it is a copy or link of, or a multi-call binary's applet.
+	// IdentifiedBy says how (path, inode, content, multi-call).
+	Program      string
+	IdentifiedBy string
+	Argv         []string
+	Cwd          string
+	// Parents are the programs from the launch's own down to the one
+	// that asks (its image before this exec), outermost first.
+	Parents []string
+	// Launcher: the launcher's own exec of the launch's program, the
+	// first exec of every launch.
+	Launcher bool
+	// Unreadable, when set, says why the request could not be read
+	// whole (argv too large, memory unreadable): the judge must refuse.
+	Unreadable error
+}
+
+// ExecVerdict is a judge's answer.
+type ExecVerdict struct {
+	Allow bool
+	// Ask, when set, is an answer that takes time (a human is asked): the
+	// supervisor runs it on a goroutine of its own, answers the process
+	// when it returns (true: allow), and goes on with the launch's other
+	// execs meanwhile. Its ctx ends when the launch does.
+	Ask func(ctx context.Context) bool
+}
+
+// ExecJudge decides the execs of a launch. It runs on the launch's
+// supervisor goroutine, one request at a time: it must be quick, and
+// hand anything slow to ExecVerdict.Ask.
+type ExecJudge func(ctx context.Context, r *ExecRequest) ExecVerdict
+
+// Limits of what the supervisor reads of a request: past them the
+// request is unreadable, and refused.
+const (
+	maxArgs     = 16384
+	maxArgBytes = 1 << 20 // all of argv
+	maxPathLen  = unix.PathMax
+	maxParents  = 32
+)
+
+// supervisor is the one receive loop of a launch's exec gate: it waits on
+// the listener and a stop pipe, reads each request, asks the judge and
+// answers the kernel. It owns the listener, and closes it when it ends:
+// a process left after that fails every exec (ENOSYS).
+type supervisor struct {
+	fd       seccomp.ScmpFd
+	leader   int // the launch's process: the launcher, then its program
+	judge    ExecJudge
+	programs *ProgramIndex
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	stopR  *os.File
+	stopW  *os.File
+	asks   sync.WaitGroup
+	done   chan struct{}
+	first  bool // the next request from the leader is the launcher's own
+}
+
+// supervise starts the receive loop on listener fd for the launch whose
+// process is leader.
+func supervise(fd, leader int, judge ExecJudge, programs *ProgramIndex) (*supervisor, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("sandbox: the exec gate's stop pipe: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &supervisor{fd: seccomp.ScmpFd(fd), leader: leader, judge: judge, programs: programs,
+		ctx: ctx, cancel: cancel, stopR: r, stopW: w, done: make(chan struct{}), first: true}
+	go s.loop()
+	return s, nil
+}
+
+// stop ends the loop and waits for it, and for every answer still being
+// asked (their ctx ends).
+func (s *supervisor) stop() {
+	s.cancel()
+	s.stopW.Close()
+	<-s.done
+	s.asks.Wait()
+}
+
+// loop receives until the launch's last process is gone (POLLHUP), or
+// stop. A request is answered before the next is taken, but for an
+// ExecVerdict.Ask, which answers from a goroutine of its own.
+func (s *supervisor) loop() {
+	defer close(s.done)
+	defer s.stopR.Close()
+	defer func() {
+		// The listener closes only after every answer is in: the asks
+		// respond on it.
+		s.asks.Wait()
+		unix.Close(int(s.fd))
+	}()
+	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.stopR.Fd()), Events: unix.POLLIN}}
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return
+		}
+		if fds[1].Revents != 0 {
+			s.cancel() // the asks end too
+			return
+		}
+		ev := fds[0].Revents
+		if ev&unix.POLLIN != 0 {
+			req, err := seccomp.NotifReceive(s.fd)
+			if err != nil {
+				if errors.Is(err, syscall.ENOENT) {
+					continue // the process died before it was received
+				}
+				return
+			}
+			s.handle(req)
+			continue
+		}
+		if ev&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+			return // no process of the launch is left
+		}
+	}
+}
+
+// handle reads, judges and answers one request.
+func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
+	r, errno := s.read(req)
+	if r == nil {
+		// The process is gone, or the exec would fail anyway (no such
+		// file): the kernel's own errno, no judge.
+		if errno != 0 {
+			s.respond(req.ID, false, errno)
+		}
+		return
+	}
+	if s.first {
+		// The first exec of a launch is the launcher's own: until it, no
+		// other task holds the filter (the launcher does not fork). The
+		// launcher is a Go program: the thread that execs need not be its
+		// main one.
+		s.first = false
+		r.Launcher = sameProcess(int(req.Pid), s.leader)
+	}
+	v := s.judge(s.ctx, r)
+	if v.Ask == nil {
+		s.answer(req.ID, v.Allow)
+		return
+	}
+	s.asks.Add(1)
+	go func() {
+		defer s.asks.Done()
+		s.answer(req.ID, v.Ask(s.ctx))
+	}()
+}
+
+// answer continues the exec (allow) or fails it with EPERM, if the
+// request is still waiting.
+func (s *supervisor) answer(id uint64, allow bool) {
+	s.respond(id, allow, unix.EPERM)
+}
+
+func (s *supervisor) respond(id uint64, allow bool, errno syscall.Errno) {
+	resp := &seccomp.ScmpNotifResp{ID: id}
+	if allow {
+		resp.Flags = seccomp.NotifRespFlagContinue
+	} else {
+		resp.Error = int32(errno)
+		resp.Val = ^uint64(0)
+	}
+	// ENOENT: the process died while it waited; nothing to answer.
+	_ = seccomp.NotifRespond(s.fd, resp)
+}
+
+// read gathers what a request says, from the process's memory and /proc.
+// A nil request with errno 0 means the process is gone; with an errno,
+// that the exec fails with it whatever the answer (its file does not
+// exist, is not a regular file, or a pointer is bad).
+func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, syscall.Errno) {
+	pid := int(req.Pid)
+	name, _ := req.Data.Syscall.GetName()
+	args := req.Data.Args
+	if len(args) < 6 {
+		return nil, unix.EINVAL
+	}
+	r := &ExecRequest{Pid: pid, Syscall: name}
+	var pathAddr, argvAddr uint64
+	dirfd := int32(unix.AT_FDCWD)
+	var flags uint64
+	switch name {
+	case "execve":
+		pathAddr, argvAddr = args[0], args[1]
+	case "execveat":
+		dirfd, pathAddr, argvAddr, flags = int32(args[0]), args[1], args[2], args[4]
+	default:
+		return nil, unix.ENOSYS
+	}
+	mem, err := openMem(pid)
+	if err != nil {
+		if !s.valid(req.ID) {
+			return nil, 0
+		}
+		r.Unreadable = err
+		return r, 0
+	}
+	defer mem.close()
+	// The descriptor was opened while the request waited: it is the
+	// memory of the process that asked, not of another that took its pid.
+	if !s.valid(req.ID) {
+		return nil, 0
+	}
+	path, err := mem.str(pathAddr, maxPathLen)
+	if errors.Is(err, unix.EFAULT) {
+		return nil, unix.EFAULT
+	}
+	if err != nil {
+		r.Unreadable = fmt.Errorf("the program's path: %w", err)
+		return r, 0
+	}
+	r.Path = path
+	r.Argv, err = mem.strs(argvAddr)
+	if errors.Is(err, unix.EFAULT) {
+		return nil, unix.EFAULT
+	}
+	if err != nil {
+		r.Unreadable = fmt.Errorf("the arguments: %w", err)
+	}
+	r.Cwd, _ = os.Readlink(procPath(pid, "cwd"))
+	exe, st, errno := resolveExecutable(pid, dirfd, path, flags)
+	if errno != 0 {
+		if !s.valid(req.ID) {
+			return nil, 0
+		}
+		return nil, errno
+	}
+	r.Executable = exe
+	argv0 := ""
+	if len(r.Argv) > 0 {
+		argv0 = r.Argv[0]
+	}
+	r.Program, r.IdentifiedBy = s.programs.Identify(exe, &st, argv0)
+	r.Parents, r.Pid, r.PPid = parents(pid, s.leader)
+	// Everything was read while the request still waited: what was read
+	// is the asking process's.
+	if !s.valid(req.ID) {
+		return nil, 0
+	}
+	return r, 0
+}
+
+// valid reports whether the request still waits (its process lives and
+// has not been answered).
+func (s *supervisor) valid(id uint64) bool { return seccomp.NotifIDValid(s.fd, id) == nil }
+
+// sameProcess reports whether task tid is a thread of process pid.
+func sameProcess(tid, pid int) bool {
+	if tid == pid {
+		return true
+	}
+	_, err := os.Stat(procPath(pid, "task/"+strconv.Itoa(tid)))
+	return err == nil
+}
