@@ -30,12 +30,13 @@ import (
 // GateInput is what the policy sees of one input. Field names follow the
 // policy input document in DESIGN.
 type GateInput struct {
-	Action  string   `json:"action"` // start | input | keys | exec
-	Text    string   `json:"text"`
-	Program string   `json:"program,omitempty"`
-	Session *GateRef `json:"session,omitempty"`
-	Start   *GateRef `json:"start,omitempty"`
-	Client  Client   `json:"client"`
+	Action  string    `json:"action"` // start | input | keys | exec
+	Text    string    `json:"text"`
+	Program string    `json:"program,omitempty"`
+	Session *GateRef  `json:"session,omitempty"`
+	Start   *GateRef  `json:"start,omitempty"`
+	Exec    *GateExec `json:"exec,omitempty"` // a program the kernel holds (execgate.go)
+	Client  Client    `json:"client"`
 	// Secret marks input typed while the terminal's echo is off: it must
 	// not be shown to the policy as text, logged or audited.
 	Secret bool `json:"-"`
@@ -52,6 +53,19 @@ type GateRef struct {
 	// of Env. They bind a confirmation (its hash) and are shown to the
 	// human who confirms; never to the policy or the audit log.
 	EnvValues []string `json:"-"`
+}
+
+// GateExec is a program a session's process asked the kernel to run
+// (action "exec"): policy.Exec, as the exec gate read it.
+type GateExec struct {
+	Argv          []string `json:"argv"`
+	Path          string   `json:"path"`
+	Cwd           string   `json:"cwd"`
+	Parents       []string `json:"parents"`
+	Line          string   `json:"line,omitempty"`
+	LineConfirmed bool     `json:"line_confirmed,omitempty"`
+	IdentifiedBy  string   `json:"identified_by,omitempty"`
+	Home          string   `json:"-"` // the session's home: ~ in the commands the rules read
 }
 
 // Client is the MCP client as it introduced itself.
@@ -150,6 +164,11 @@ type Stages struct {
 	Confirmer Confirmer
 	Redactor  Redactor
 	Auditor   Auditor
+	// Judged, when set, hears every input allowed on a session (the exec
+	// gate keeps the last as the line an exec is judged with).
+	Judged func(GateInput, Decision)
+	// ExecGate is the exec gate's mode (enforce, audit, off), for describe.
+	ExecGate string
 }
 
 // ErrRefused is wrapped by every refusal of the gate.
@@ -219,6 +238,9 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 	if d.Action != "allow" {
 		return d, fmt.Errorf("%w: denied by %s: %s; nothing was sent", ErrRefused, d.Rule, d.Reason)
 	}
+	if p.Judged != nil {
+		p.Judged(in, d)
+	}
 	return d, nil
 }
 
@@ -254,6 +276,9 @@ func (p *Stages) judgeLine(ctx context.Context, in GateInput) error {
 	}
 	if d.Action != "allow" {
 		return fmt.Errorf("%w: the line at Enter, %q, was denied by %s: %s; the typed line was cleared and nothing ran", ErrRefused, in.Text, d.Rule, d.Reason)
+	}
+	if p.Judged != nil {
+		p.Judged(in, d)
 	}
 	return nil
 }
@@ -316,6 +341,7 @@ func (p *Stages) describe() map[string]string {
 		"confirmation": name(p.Confirmer != nil, "on"),
 		"redaction":    name(p.Redactor != nil, "on"),
 		"audit":        auditText(p.Auditor),
+		"exec_gate":    name(p.ExecGate != "", p.ExecGate),
 	}
 }
 

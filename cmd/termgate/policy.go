@@ -46,5 +46,9 @@ func toPolicyInput(in GateInput) policy.Input {
 		}
 		pin.Start = &policy.Start{Argv: in.Start.Argv, Cwd: in.Start.Cwd, Env: env}
 	}
+	if x := in.Exec; x != nil {
+		pin.Exec = &policy.Exec{Argv: x.Argv, Path: x.Path, Cwd: x.Cwd, Parents: x.Parents, Line: x.Line,
+			LineConfirmed: x.LineConfirmed, IdentifiedBy: x.IdentifiedBy, Home: x.Home}
+	}
 	return pin
 }

@@ -181,6 +181,8 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	}
 	gw := newGateway(cfg, logger, stages)
 	gw.redactor, gw.secrets, gw.policy, gw.getenv = redactor, secrets, engine, getenv
+	gw.gate = newExecGate(gw, cfg.ExecGate) // the exec gate (execgate.go)
+	gw.stages.Judged, gw.stages.ExecGate = gw.gate.judged, cfg.ExecGate
 	gw.confirmer = confirmer
 	gw.protected = protectedPaths(cfg, getenv)
 	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
@@ -260,6 +262,7 @@ type gateway struct {
 	getenv    func(string) string
 	protected []string // the gateway's own files: no session reaches them
 	confirmer *humanConfirmer
+	gate      *execGate // the exec gate; nil with --exec-gate=off
 
 	// ends counts the watchers that record each session's end.
 	ends sync.WaitGroup
@@ -287,6 +290,7 @@ func (g *gateway) shutdown() error {
 	defer cancel()
 	err := g.mgr.Shutdown(ctx)
 	g.ends.Wait()
+	g.gate.stop() // every session's execs are recorded
 	return err
 }
 

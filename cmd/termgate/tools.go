@@ -149,6 +149,8 @@ type ioOut struct {
 	EchoOff    bool      `json:"echo_off,omitempty" jsonschema:"the terminal is reading with echo off (a password prompt)"`
 	LostLines  int64     `json:"lost_lines,omitempty" jsonschema:"lines that scrolled past the scrollback before they could be read"`
 	Decision   *Decision `json:"decision,omitempty" jsonschema:"the gate's decision on this input"`
+	// ExecRefused are the programs the exec gate refused during the call.
+	ExecRefused []execRefusal `json:"exec_refused,omitempty" jsonschema:"programs the command started that the exec gate refused (EPERM): which, by which rule, why; the rest of the command may have run"`
 }
 
 func (o ioOut) text() string {
@@ -157,6 +159,7 @@ func (o ioOut) text() string {
 	if o.Output != "" && !strings.HasSuffix(o.Output, "\n") {
 		b.WriteByte('\n')
 	}
+	b.WriteString(refusalText(o.ExecRefused))
 	fmt.Fprintf(&b, "[session %s · %s", o.SessionID, o.Program)
 	if o.Complete {
 		fmt.Fprintf(&b, " · complete (%s)", o.Completion)
@@ -344,7 +347,7 @@ type startOut struct {
 // sandboxText says how a session is confined, for results.
 func (g *gateway) sandboxText(s *session.Session) string {
 	if g.cfg.Sandbox == "off" {
-		return sandboxStatusOf(nil, sandbox.Status{})
+		return sandboxStatusOf(nil, sandbox.Status{}) + gateText(s.Sandbox())
 	}
 	return s.Sandbox().String()
 }
@@ -412,6 +415,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	env := mergeEnv(l.env, append([]string{"TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec}
+	spec.ExecGate = g.gate.forSession()
 	var tap *recordingTap
 	var tapErr error
 	if g.cfg.RecordDir != "" {
@@ -431,6 +435,9 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		_ = g.mgr.Close(ctx, s.ID())
 		return nil, out, fmt.Errorf("session not started: its recording could not be made: %w", tapErr)
 	}
+	g.gate.opened(s, envValue(env, "HOME"), gin.Client, gin.Text, confirmedDecision(d))
+	ctx, endCall := g.gate.begin(ctx, s.ID(), req)
+	defer endCall()
 	recording := ""
 	if tap != nil {
 		recording = tap.rec.Path()
@@ -444,6 +451,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	go func() {
 		defer g.ends.Done()
 		<-s.Done()
+		g.gate.closed(s.ID())
 		if tap != nil {
 			if err := tap.close(); err != nil {
 				g.log.Error("closing a recording", "session", s.ID(), "err", err)
@@ -553,6 +561,8 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	ctx, endCall := g.gate.begin(ctx, s.ID(), req)
+	defer endCall()
 	if in.SecretRef != "" || in.Secret != "" {
 		return g.sendSecret(ctx, req, s, in)
 	}
@@ -725,7 +735,7 @@ func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Re
 		SessionID: s.ID(), Output: text, Complete: r.Complete, Completion: string(r.Completion),
 		ExitCode: r.ExitCode, Prompt: g.stages.redact(r.Prompt), Alive: st.Alive, Program: st.Program,
 		Busy: st.Busy, Truncated: truncated, Screen: r.Screen, Continued: r.Continued,
-		EchoOff: st.EchoOff, LostLines: r.LostLines, Decision: d,
+		EchoOff: st.EchoOff, LostLines: r.LostLines, Decision: d, ExecRefused: refusalsOf(ctx),
 	}
 	if d != nil {
 		summary := fmt.Sprintf("%s: %d characters of output", out.Completion, len(text))
@@ -755,6 +765,8 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	ctx, endCall := g.gate.begin(ctx, s.ID(), req)
+	defer endCall()
 	if len(in.Keys) == 0 || len(in.Keys) > maxKeys {
 		return nil, out, fmt.Errorf("keys must list 1 to %d keys", maxKeys)
 	}
@@ -836,6 +848,8 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 		if in.TimeoutMs == 0 && in.WaitFor == "" {
 			o.Timeout = 0
 		}
+		ctx, endCall := g.gate.begin(ctx, s.ID(), req)
+		defer endCall()
 		r, err := s.Read(ctx, o)
 		if err != nil {
 			return nil, out, err
@@ -1047,6 +1061,8 @@ type execOut struct {
 	Duration  int64     `json:"duration_ms" jsonschema:"how long it ran"`
 	Sandbox   string    `json:"sandbox" jsonschema:"the command's confinement"`
 	Decision  *Decision `json:"decision,omitempty" jsonschema:"the gate's decision"`
+	// ExecRefused are the programs the exec gate refused during the run.
+	ExecRefused []execRefusal `json:"exec_refused,omitempty" jsonschema:"programs the command started that the exec gate refused (EPERM): which, by which rule, why; the rest of the command may have run"`
 }
 
 func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, execOut, error) {
@@ -1096,18 +1112,21 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	}
 	env := mergeEnv(l.env, append([]string{"TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	sb := l.spec
-	r, err := session.Exec(ctx, argv, dir.Path, env, limit, 4*g.cfg.MaxOutput, g.redactor, sb)
+	gate, call := g.gate.forExec(ctx, req, in.Command, envValue(env, "HOME"), confirmedDecision(d))
+	r, err := session.Exec(ctx, argv, dir.Path, env, limit, 4*g.cfg.MaxOutput, g.redactor, sb, gate)
 	if err != nil {
 		return nil, out, fmt.Errorf("exec: %w", err)
 	}
 	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, "")
 	out = execOut{
 		Output: text, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Truncated: truncated || r.Truncated,
-		Duration: r.Duration.Milliseconds(), Sandbox: sandboxStatusOf(sb, r.Sandbox), Decision: &d,
+		Duration: r.Duration.Milliseconds(), Sandbox: execSandboxText(sb, r.Sandbox), Decision: &d,
+		ExecRefused: call.refusals(),
 	}
 	if err := g.stages.outcome(ctx, gin, d, fmt.Sprintf("exit %d", r.ExitCode), summarize(text, "exited", &r.ExitCode)); err != nil {
 		return nil, out, err
 	}
+	text = withNL(text) + refusalText(out.ExecRefused)
 	status := fmt.Sprintf("[exit %d · %d ms", r.ExitCode, out.Duration)
 	if r.TimedOut {
 		status += fmt.Sprintf(" · killed at the %s limit", limit)
