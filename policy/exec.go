@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"os"
 	"path"
 	"strings"
 
@@ -39,6 +40,12 @@ type Exec struct {
 	IdentifiedBy string `json:"identified_by,omitempty"`
 	// Home is the session's home directory; not part of the document.
 	Home string `json:"-"`
+	// Env is the environment the exec passes (NAME=value), when the
+	// gateway read it; not part of the document (values may be secrets).
+	// A confirmed line's variables ($T, ${T}) are expanded from it in
+	// LineCommands, so that rm -rf "$T", confirmed, is the rm -rf
+	// /x/scratch it runs.
+	Env []string `json:"-"`
 }
 
 // LineCommand is one command of a confirmed line.
@@ -75,10 +82,43 @@ func (in *Input) prepareExec(p *syntax.Parser) {
 	}
 	if x.LineConfirmed && x.Line != "" && x.LineCommands == nil {
 		line := parseShell(x.Line, p)
+		expandArgs(&line, x.Env)
 		homeArgs(&line, x.Home)
 		x.LineCommands = make([]LineCommand, 0, len(line.Commands))
 		for _, c := range line.Commands {
 			x.LineCommands = append(x.LineCommands, LineCommand{Name: c.Name, Args: c.Args})
+		}
+	}
+}
+
+// expandArgs expands the variables of every argument of sh from env
+// ($NAME and ${NAME}); an argument with a variable env does not hold, or
+// any other expansion, stays as written.
+func expandArgs(sh *Shell, env []string) {
+	if len(env) == 0 {
+		return
+	}
+	vals := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vals[k] = v
+		}
+	}
+	for i := range sh.Commands {
+		c := &sh.Commands[i]
+		for j, a := range c.Args {
+			if !strings.Contains(a, "$") {
+				continue
+			}
+			whole := true
+			x := os.Expand(a, func(name string) string {
+				v, ok := vals[name]
+				whole = whole && ok
+				return v
+			})
+			if whole {
+				c.Args[j] = x
+			}
 		}
 	}
 }

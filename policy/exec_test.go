@@ -38,6 +38,9 @@ var execCases = []struct {
 	{"a copy of rm", "rm", Exec{Argv: []string{"./tidy", "notes"}, Path: "/w/tidy", IdentifiedBy: "content"}, "confirm", "exec.disguised_program"},
 	{"a confirmed line's program", "rm", Exec{Argv: []string{"rm", "-rf", "/tmp/b1"}, Path: "/usr/bin/rm", Line: "rm -rf /tmp/b*", LineConfirmed: true}, "allow", "exec.confirmed_line"},
 	{"$HOME in the confirmed line", "rm", Exec{Argv: []string{"rm", "-r", "/home/u/old"}, Path: "/usr/bin/rm", Line: `rm -r "$HOME/old"`, LineConfirmed: true}, "allow", "exec.confirmed_line"},
+	{"a confirmed line's variable, as the exec's environment has it", "rm", Exec{Argv: []string{"rm", "-rf", "/tmp/scratch"}, Path: "/usr/bin/rm", Line: `rm -rf "$T"`, LineConfirmed: true, Env: []string{"PATH=/bin", "T=/tmp/scratch"}}, "allow", "exec.confirmed_line"},
+	{"a confirmed line's variable, another value", "rm", Exec{Argv: []string{"rm", "-rf", "/tmp/precious"}, Path: "/usr/bin/rm", Line: `rm -rf "${T}"`, LineConfirmed: true, Env: []string{"T=/tmp/scratch"}}, "confirm", "fs.rm_recursive_outside"},
+	{"a confirmed line's variable the exec does not have", "rm", Exec{Argv: []string{"rm", "-rf", "/tmp/scratch"}, Path: "/usr/bin/rm", Line: `rm -rf "$T"`, LineConfirmed: true}, "confirm", "fs.rm_recursive_outside"},
 	{"a line judged, not confirmed", "rm", Exec{Argv: []string{"rm", "-rf", "/tmp/b1"}, Path: "/usr/bin/rm", Line: "rm -rf /tmp/b*"}, "confirm", "fs.rm_recursive_outside"},
 }
 

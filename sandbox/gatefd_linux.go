@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"unsafe"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -42,6 +45,12 @@ var gateSyscalls = []string{"execve", "execveat"}
 // CAP_SYS_ADMIN (a root gateway), and gets no_new_privs otherwise.
 // Another architecture's system calls (a 32-bit program) kill the
 // process: they would reach execve unseen.
+//
+// The filter is loaded with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV where
+// the kernel has it (Linux 5.19): once the gateway has received an exec,
+// only a fatal signal ends the wait, so a signal does not restart the
+// exec as a second request while the first is being judged (or a human
+// asked).
 func gateExecs(s Spec) error {
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
@@ -50,11 +59,6 @@ func gateExecs(s Spec) error {
 	defer f.Release()
 	if err := f.SetBadArchAction(seccomp.ActKillProcess); err != nil {
 		return fmt.Errorf("exec gate: %v", err)
-	}
-	if s.Unconfined && hasEffectiveCap(unix.CAP_SYS_ADMIN) {
-		if err := f.SetNoNewPrivsBit(false); err != nil {
-			return fmt.Errorf("exec gate: %v", err)
-		}
 	}
 	for _, name := range gateSyscalls {
 		sc, err := seccomp.GetSyscallFromName(name)
@@ -65,19 +69,62 @@ func gateExecs(s Spec) error {
 			return fmt.Errorf("exec gate: %s: %v", name, err)
 		}
 	}
-	if err := f.Load(); err != nil {
+	if !(s.Unconfined && hasEffectiveCap(unix.CAP_SYS_ADMIN)) {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("exec gate: no_new_privs: %v", err)
+		}
+	}
+	fd, err := loadWithListener(f)
+	if err != nil {
 		return fmt.Errorf("exec gate: loading the filter: %v", err)
 	}
-	fd, err := f.GetNotifFd()
-	if err != nil || fd < 0 {
-		return fmt.Errorf("exec gate: no listener: %v", err)
-	}
-	if err := unix.Sendmsg(gateFD, []byte{'g'}, unix.UnixRights(int(fd)), nil, 0); err != nil {
+	if err := unix.Sendmsg(gateFD, []byte{'g'}, unix.UnixRights(fd), nil, 0); err != nil {
 		return fmt.Errorf("exec gate: handing the listener to the gateway: %v", err)
 	}
-	unix.Close(int(fd))
+	unix.Close(fd)
 	unix.Close(gateFD)
 	return nil
+}
+
+// loadWithListener loads the filter libseccomp compiled (its BPF, as
+// seccomp_export_bpf writes it) with a new listener, and returns the
+// listener.
+func loadWithListener(f *seccomp.ScmpFilter) (int, error) {
+	mfd, err := unix.MemfdCreate("termgate-exec-gate", unix.MFD_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	file := os.NewFile(uintptr(mfd), "exec-gate-bpf")
+	defer file.Close()
+	if err := f.ExportBPF(file); err != nil {
+		return -1, err
+	}
+	b, err := io.ReadAll(io.NewSectionReader(file, 0, 1<<20))
+	if err != nil {
+		return -1, err
+	}
+	const insn = int(unsafe.Sizeof(unix.SockFilter{}))
+	if len(b) == 0 || len(b)%insn != 0 || len(b)/insn > 0xffff {
+		return -1, fmt.Errorf("the compiled filter is %d bytes", len(b))
+	}
+	prog := make([]unix.SockFilter, len(b)/insn)
+	for i := range prog {
+		x := b[i*insn:]
+		prog[i] = unix.SockFilter{Code: binary.NativeEndian.Uint16(x), Jt: x[2], Jf: x[3], K: binary.NativeEndian.Uint32(x[4:])}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	for {
+		fd, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+		switch {
+		case e == 0:
+			return int(fd), nil
+		case e == unix.EINVAL && flags&unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV != 0:
+			flags &^= unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV // before Linux 5.19
+		default:
+			return -1, e
+		}
+	}
 }
 
 // hasEffectiveCap reports whether this thread holds capability c.

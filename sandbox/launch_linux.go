@@ -134,7 +134,10 @@ func prepare(cmd *exec.Cmd, spec Spec) (*launcher, error) {
 	cmd.Path = self
 	cmd.Args = []string{"termgate-launch", LaunchArg}
 	cmd.Dir = "/"
-	cmd.Env = []string{}
+	// The launcher's own environment (the program gets the spec's): no
+	// asynchronous preemption, whose SIGURG would interrupt its exec
+	// while the gateway judges it.
+	cmd.Env = []string{"GODEBUG=asyncpreemptoff=1"}
 	cmd.ExtraFiles = files
 	return l, nil
 }

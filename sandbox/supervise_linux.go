@@ -40,6 +40,10 @@ type ExecRequest struct {
 	// Unreadable, when set, says why the request could not be read
 	// whole (argv too large, memory unreadable): the judge must refuse.
 	Unreadable error
+	// Environ reads the environment the exec passes (envp), on demand:
+	// only while the judge runs (nil after, and for an Ask), and nil when
+	// it cannot be read whole.
+	Environ func() []string
 }
 
 // ExecVerdict is a judge's answer.
@@ -154,7 +158,29 @@ func (s *supervisor) loop() {
 
 // handle reads, judges and answers one request.
 func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
-	r, errno := s.read(req)
+	r, mem, errno := s.read(req)
+	if mem != nil {
+		defer mem.close()
+		var envAddr uint64
+		switch r.Syscall {
+		case "execve":
+			envAddr = req.Data.Args[2]
+		case "execveat":
+			envAddr = req.Data.Args[3]
+		}
+		open := true
+		defer func() { open = false }()
+		r.Environ = func() []string {
+			if !open {
+				return nil
+			}
+			env, err := mem.strs(envAddr)
+			if err != nil || !s.valid(req.ID) {
+				return nil
+			}
+			return env
+		}
+	}
 	if r == nil {
 		// The process is gone, or the exec would fail anyway (no such
 		// file): the kernel's own errno, no judge.
@@ -163,19 +189,22 @@ func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
 		}
 		return
 	}
-	if s.first {
-		// The first exec of a launch is the launcher's own: until it, no
-		// other task holds the filter (the launcher does not fork). The
-		// launcher is a Go program: the thread that execs need not be its
-		// main one.
-		s.first = false
-		r.Launcher = sameProcess(int(req.Pid), s.leader)
-	}
+	// The launcher's own exec: until it runs, no other task holds the
+	// filter (the launcher does not fork). It is a Go program: the thread
+	// that execs need not be its main one, and a signal may restart the
+	// exec as a new request before it is answered, which is the
+	// launcher's still.
+	launcher := s.first && sameProcess(int(req.Pid), s.leader)
+	r.Launcher = launcher
 	v := s.judge(s.ctx, r)
 	if v.Ask == nil {
-		s.answer(req.ID, v.Allow)
+		if s.respond(req.ID, v.Allow, unix.EPERM) && launcher {
+			s.first = false
+		}
 		return
 	}
+	s.first = s.first && !launcher
+	r.Environ = nil
 	s.asks.Add(1)
 	go func() {
 		defer s.asks.Done()
@@ -189,7 +218,9 @@ func (s *supervisor) answer(id uint64, allow bool) {
 	s.respond(id, allow, unix.EPERM)
 }
 
-func (s *supervisor) respond(id uint64, allow bool, errno syscall.Errno) {
+// respond answers a request; false when it no longer waits (its process
+// died, or a signal restarted the call as a new request).
+func (s *supervisor) respond(id uint64, allow bool, errno syscall.Errno) bool {
 	resp := &seccomp.ScmpNotifResp{ID: id}
 	if allow {
 		resp.Flags = seccomp.NotifRespFlagContinue
@@ -197,20 +228,19 @@ func (s *supervisor) respond(id uint64, allow bool, errno syscall.Errno) {
 		resp.Error = int32(errno)
 		resp.Val = ^uint64(0)
 	}
-	// ENOENT: the process died while it waited; nothing to answer.
-	_ = seccomp.NotifRespond(s.fd, resp)
+	return seccomp.NotifRespond(s.fd, resp) == nil
 }
 
 // read gathers what a request says, from the process's memory and /proc.
 // A nil request with errno 0 means the process is gone; with an errno,
 // that the exec fails with it whatever the answer (its file does not
 // exist, is not a regular file, or a pointer is bad).
-func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, syscall.Errno) {
+func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, *procMem, syscall.Errno) {
 	pid := int(req.Pid)
 	name, _ := req.Data.Syscall.GetName()
 	args := req.Data.Args
 	if len(args) < 6 {
-		return nil, unix.EINVAL
+		return nil, nil, unix.EINVAL
 	}
 	r := &ExecRequest{Pid: pid, Syscall: name}
 	var pathAddr, argvAddr uint64
@@ -222,34 +252,39 @@ func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, syscall.Errn
 	case "execveat":
 		dirfd, pathAddr, argvAddr, flags = int32(args[0]), args[1], args[2], args[4]
 	default:
-		return nil, unix.ENOSYS
+		return nil, nil, unix.ENOSYS
 	}
 	mem, err := openMem(pid)
 	if err != nil {
 		if !s.valid(req.ID) {
-			return nil, 0
+			return nil, nil, 0
 		}
 		r.Unreadable = err
-		return r, 0
+		return r, nil, 0
 	}
-	defer mem.close()
+	ok := false
+	defer func() {
+		if !ok {
+			mem.close()
+		}
+	}()
 	// The descriptor was opened while the request waited: it is the
 	// memory of the process that asked, not of another that took its pid.
 	if !s.valid(req.ID) {
-		return nil, 0
+		return nil, nil, 0
 	}
 	path, err := mem.str(pathAddr, maxPathLen)
 	if errors.Is(err, unix.EFAULT) {
-		return nil, unix.EFAULT
+		return nil, nil, unix.EFAULT
 	}
 	if err != nil {
 		r.Unreadable = fmt.Errorf("the program's path: %w", err)
-		return r, 0
+		return r, nil, 0
 	}
 	r.Path = path
 	r.Argv, err = mem.strs(argvAddr)
 	if errors.Is(err, unix.EFAULT) {
-		return nil, unix.EFAULT
+		return nil, nil, unix.EFAULT
 	}
 	if err != nil {
 		r.Unreadable = fmt.Errorf("the arguments: %w", err)
@@ -258,9 +293,9 @@ func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, syscall.Errn
 	exe, st, errno := resolveExecutable(pid, dirfd, path, flags)
 	if errno != 0 {
 		if !s.valid(req.ID) {
-			return nil, 0
+			return nil, nil, 0
 		}
-		return nil, errno
+		return nil, nil, errno
 	}
 	r.Executable = exe
 	argv0 := ""
@@ -272,9 +307,10 @@ func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, syscall.Errn
 	// Everything was read while the request still waited: what was read
 	// is the asking process's.
 	if !s.valid(req.ID) {
-		return nil, 0
+		return nil, nil, 0
 	}
-	return r, 0
+	ok = true
+	return r, mem, 0
 }
 
 // valid reports whether the request still waits (its process lives and

@@ -27,13 +27,19 @@ func needGate(t *testing.T) {
 type recorder struct {
 	mu   sync.Mutex
 	reqs []ExecRequest
+	envs [][]string // what r.Environ read, request by request
 	deny map[string]bool
 	ask  func(ctx context.Context, r *ExecRequest) bool
 }
 
 func (rc *recorder) judge(ctx context.Context, r *ExecRequest) ExecVerdict {
+	var env []string
+	if r.Environ != nil {
+		env = r.Environ()
+	}
 	rc.mu.Lock()
 	rc.reqs = append(rc.reqs, *r)
+	rc.envs = append(rc.envs, env)
 	rc.mu.Unlock()
 	if r.Unreadable != nil {
 		return ExecVerdict{}
@@ -107,6 +113,11 @@ func TestExecGateJudgesEveryExec(t *testing.T) {
 			}
 			if len(reqs) == 0 || !reqs[0].Launcher || reqs[0].Argv[0] != "/bin/bash" || reqs[0].Program != "bash" {
 				t.Fatalf("the first request is not the launcher's own exec: %+v", reqs)
+			}
+			for i, r := range reqs {
+				if r.Program == "echo" && !slices.Contains(rc.envs[i], "PATH=/usr/bin:/bin") {
+					t.Errorf("echo's environment %q", rc.envs[i])
+				}
 			}
 			echo, ok := find(reqs, "echo")
 			if !ok || !slices.Equal(echo.Argv, []string{"/bin/echo", "one"}) || echo.Launcher {

@@ -288,6 +288,10 @@ func (x *execGate) judge(state func() gateState) sandbox.ExecJudge {
 				LineConfirmed: st.confirmed, IdentifiedBy: r.IdentifiedBy, Home: st.home},
 		}
 		gin.Text = policy.QuoteArgv(r.Argv)
+		if st.confirmed && strings.Contains(st.line, "$") && r.Environ != nil {
+			// What the confirmed line's variables were when it ran.
+			gin.Exec.Env = r.Environ()
+		}
 		if st.call != nil {
 			gin.Client = clientOf(st.call.req)
 		}

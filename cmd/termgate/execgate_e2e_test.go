@@ -32,6 +32,12 @@ type gateServer struct {
 
 func startGateServer(t *testing.T, opts *mcp.ClientOptions, flags ...string) *gateServer {
 	t.Helper()
+	return startGateServerOn(t, "", opts, flags...)
+}
+
+// startGateServerOn connects with a protocol version ("": the latest).
+func startGateServerOn(t *testing.T, protocol string, opts *mcp.ClientOptions, flags ...string) *gateServer {
+	t.Helper()
 	root := t.TempDir()
 	g := &gateServer{home: filepath.Join(root, "home"), project: filepath.Join(root, "project"), auditLog: filepath.Join(root, "audit", "audit.jsonl"), asked: &atomic.Int32{}}
 	for _, d := range []string{g.home, g.project} {
@@ -54,7 +60,7 @@ func startGateServer(t *testing.T, opts *mcp.ClientOptions, flags ...string) *ga
 	client := mcp.NewClient(&mcp.Implementation{Name: "termgate-test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		t.Fatalf("connecting to termgate: %v", err)
 	}
@@ -289,7 +295,11 @@ func TestExecGateOrdinaryWork(t *testing.T) {
 
 	recs := g.execRecords(t, since)
 	names := map[string]bool{}
+	ecs := loadECS(t)
 	for _, r := range recs {
+		if bad := ecs.check(r); len(bad) > 0 {
+			t.Errorf("an exec record is not ECS: %v\n%v", bad, r)
+		}
 		types, _ := field(r, "event.type").([]any)
 		if slices.Contains(types, any("denied")) {
 			t.Errorf("refused: %v %v (%v)", field(r, "process.args"), field(r, "rule.id"), field(r, "event.reason"))
@@ -337,5 +347,190 @@ func writeCProject(t testing.TB, dir string, n int) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestExecGateRenamedCopies: a copy of rm under another name is rm (the
+// gate hashes a file that has a system program's size), and is refused;
+// a copy changed by one byte is not recognised (a known limit): with the
+// sandbox off it runs, and in a confined session Landlock stops it.
+func TestExecGateRenamedCopies(t *testing.T) {
+	g := startGateServer(t, nil, "--sandbox", "off")
+	id := g.start(map[string]any{"cwd": g.project})
+	since := g.lastSeq(t)
+	r := g.send(id, "cp /bin/rm ./tidy && ./tidy -rf ~; echo rc=$?", "timeout_ms", 20000)
+	if !g.canaryAlive() || !strings.Contains(str(r, "output"), "rc=126") && !strings.Contains(str(r, "output"), "not permitted") {
+		t.Fatalf("a renamed copy of rm ran: %q, canary alive %v", str(r, "output"), g.canaryAlive())
+	}
+	rec, ok := refusedExec(g.execRecords(t, since), g.home)
+	if !ok || field(rec, "process.name") != "rm" || field(rec, "termgate.exec.identified_by") != "content" {
+		t.Fatalf("the refusal's record: %v", rec)
+	}
+
+	// The limit: one byte more, and it is a program of its own.
+	g.send(id, "cp /bin/rm ./tidy2 && printf '\\0' >> ./tidy2 && ./tidy2 -rf ~", "timeout_ms", 20000)
+	if g.canaryAlive() {
+		t.Fatal("a changed copy of rm was stopped: the limit in the README no longer holds, update it")
+	}
+
+	// Confined, the sandbox stays the boundary.
+	c := startGateServer(t, nil)
+	cid := c.start(map[string]any{"cwd": c.project})
+	c.send(cid, "cp /bin/rm ./tidy2 && printf '\\0' >> ./tidy2 && ./tidy2 -rf ~", "timeout_ms", 20000)
+	if !c.canaryAlive() {
+		t.Fatal("in a confined session a changed copy of rm deleted the home")
+	}
+}
+
+// TestExecGateAuditMode: --exec-gate=audit judges and records every exec
+// and refuses none; what enforce would refuse is a security record with
+// termgate.exec.enforced false. The mode is in session_info and in the
+// session-start record.
+func TestExecGateAuditMode(t *testing.T) {
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		t.Skip("no mkfs.ext4")
+	}
+	for _, mode := range []string{"enforce", "audit"} {
+		t.Run(mode, func(t *testing.T) {
+			g := startGateServer(t, nil, "--exec-gate", mode)
+			// mkfs.ext4 -V only prints its version; the policy refuses
+			// any mkfs. A script runs it: the line judge sees sh version.sh.
+			os.WriteFile(filepath.Join(g.project, "version.sh"), []byte("mkfs.ext4 -V 2>&1 | head -1\n"), 0o644)
+			since := g.lastSeq(t)
+			id := g.start(map[string]any{"cwd": g.project})
+			info := g.ok("session_info", map[string]any{"session_id": id})
+			if stages, _ := info["stages"].(map[string]any); stages["exec_gate"] != mode || !strings.Contains(str(info, "sandbox"), "exec gate "+mode) {
+				t.Fatalf("session_info: %v, %q", info["stages"], str(info, "sandbox"))
+			}
+			r := g.send(id, "sh version.sh", "timeout_ms", 20000)
+			ran := strings.Contains(str(r, "output"), "mke2fs")
+			if ran != (mode == "audit") {
+				t.Fatalf("%s: output %q", mode, str(r, "output"))
+			}
+			var rec map[string]any
+			for _, x := range g.execRecords(t, since) {
+				// mkfs.ext4 is a link to mke2fs: the program it is.
+				if field(x, "process.name") == "mke2fs" {
+					rec = x
+				}
+			}
+			if rec == nil || field(rec, "rule.id") != "disk.format" {
+				t.Fatalf("no record of mkfs.ext4: %v", rec)
+			}
+			types, _ := field(rec, "event.type").([]any)
+			if mode == "audit" && (field(rec, "termgate.exec.enforced") != false || !slices.Contains(types, any("allowed"))) {
+				t.Fatalf("audit mode's record: %v", rec)
+			}
+			if mode == "enforce" && (!slices.Contains(types, any("denied")) || r["exec_refused"] == nil) {
+				t.Fatalf("enforce: record %v, result %v", rec, r)
+			}
+			var start map[string]any
+			for _, x := range readRecords(t, g.auditLog) {
+				if field(x, "event.action") == "session-start" {
+					start = x
+				}
+			}
+			if field(start, "termgate.sandbox.exec_gate") != mode {
+				t.Fatalf("session-start record: %v", field(start, "termgate.sandbox"))
+			}
+		})
+	}
+}
+
+// TestExecGateAsksThroughTheCall: a program the policy wants confirmed
+// waits in the kernel while the human is asked through the call in
+// flight (a client on a protocol that lets the gateway ask mid-call);
+// approved it runs, declined it is refused and the result says so. With
+// no call in flight (a background job after the call), or a client whose
+// protocol forbids asking mid-call, it is refused and the reason says why.
+func TestExecGateAsksThroughTheCall(t *testing.T) {
+	script := func(g *gateServer, name string) string {
+		victim := filepath.Join(g.project, "victim-"+name)
+		os.MkdirAll(filepath.Join(victim, "x"), 0o755)
+		// rm -r of an absolute path outside the working directory is
+		// confirmed (fs.rm_recursive_outside).
+		os.WriteFile(filepath.Join(g.project, name+".sh"), []byte("cd /tmp && rm -r "+victim+"\n"), 0o644)
+		return victim
+	}
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	for _, c := range []struct {
+		name     string
+		answer   *mcp.ElicitResult
+		protocol string
+		gone     bool
+		why      string
+	}{
+		{"approved", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, "2025-11-25", true, ""},
+		{"declined", &mcp.ElicitResult{Action: "decline"}, "2025-11-25", false, "declined"},
+		{"a protocol that cannot ask mid-call", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, "", false, "does not let the gateway ask"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var asked atomic.Int32
+			g := startGateServerOn(t, c.protocol, confirmClient(c.answer, 0, &asked, nil))
+			victim := script(g, "tidy")
+			id := g.start(map[string]any{"cwd": g.project})
+			r := g.send(id, "sh tidy.sh; echo rc=$?", "timeout_ms", 30000)
+			if exists(victim) == c.gone {
+				t.Fatalf("victim exists %v; output %q", exists(victim), str(r, "output"))
+			}
+			if c.gone && asked.Load() != 1 {
+				t.Fatalf("asked %d times", asked.Load())
+			}
+			if !c.gone {
+				refs, _ := r["exec_refused"].([]any)
+				if len(refs) == 0 {
+					t.Fatalf("the result does not say rm was refused: %v", r)
+				}
+				ref, _ := refs[0].(map[string]any)
+				if ref["program"] != "rm" || ref["rule"] != "fs.rm_recursive_outside" || !strings.Contains(fmt.Sprint(ref["reason"]), c.why) {
+					t.Fatalf("refusal %v", ref)
+				}
+			}
+		})
+	}
+	t.Run("no call in flight", func(t *testing.T) {
+		var asked atomic.Int32
+		g := startGateServerOn(t, "2025-11-25", confirmClient(&mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, 0, &asked, nil))
+		victim := script(g, "later")
+		id := g.start(map[string]any{"cwd": g.project})
+		since := g.lastSeq(t)
+		g.send(id, "(sleep 1; sh later.sh) > /dev/null 2>&1 &")
+		eventually(t, 30*time.Second, "a refused exec of rm", func() bool {
+			for _, x := range g.execRecords(t, since) {
+				if field(x, "process.name") == "rm" && strings.Contains(fmt.Sprint(field(x, "event.reason")), "no call is in flight") {
+					return true
+				}
+			}
+			return false
+		})
+		if !exists(victim) || asked.Load() != 0 {
+			t.Fatalf("victim exists %v, asked %d", exists(victim), asked.Load())
+		}
+	})
+}
+
+// TestExecGateExecTool: the exec tool's command is gated too, and its
+// result names what was refused.
+func TestExecGateExecTool(t *testing.T) {
+	g := startGateServer(t, nil, "--sandbox", "off")
+	out := g.ok("exec", map[string]any{"command": `python3 -c 'import os; os.system("r"+"m -rf " + os.path.expanduser("~"))'; echo after`, "cwd": g.project})
+	refs, _ := out["exec_refused"].([]any)
+	if !g.canaryAlive() || len(refs) == 0 || !strings.Contains(str(out, "output"), "after") || !strings.Contains(str(out, "sandbox"), "exec gate enforce") {
+		t.Fatalf("canary alive %v, result %v", g.canaryAlive(), out)
+	}
+}
+
+// TestExecGateSandboxRun: termgate sandbox run gates the command's
+// programs and says on stderr what it refused; --exec-gate=off does not.
+func TestExecGateSandboxRun(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "version.sh"), []byte("mkfs.ext4 -V\necho next\n"), 0o644)
+	out, code := sandboxRun(t, dir, nil, "sh", "version.sh")
+	if code != 0 || !strings.Contains(out, "exec refused: mke2fs (mkfs.ext4 -V)") || !strings.Contains(out, "disk.format") || !strings.Contains(out, "next") {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+	out, _ = sandboxRun(t, dir, []string{"--exec-gate", "off"}, "sh", "version.sh")
+	if strings.Contains(out, "exec refused") {
+		t.Fatalf("--exec-gate=off refused: %q", out)
 	}
 }

@@ -66,6 +66,7 @@ type GateExec struct {
 	LineConfirmed bool     `json:"line_confirmed,omitempty"`
 	IdentifiedBy  string   `json:"identified_by,omitempty"`
 	Home          string   `json:"-"` // the session's home: ~ in the commands the rules read
+	Env           []string `json:"-"` // the exec's environment, read when a confirmed line has variables
 }
 
 // Client is the MCP client as it introduced itself.

@@ -48,7 +48,7 @@ func toPolicyInput(in GateInput) policy.Input {
 	}
 	if x := in.Exec; x != nil {
 		pin.Exec = &policy.Exec{Argv: x.Argv, Path: x.Path, Cwd: x.Cwd, Parents: x.Parents, Line: x.Line,
-			LineConfirmed: x.LineConfirmed, IdentifiedBy: x.IdentifiedBy, Home: x.Home}
+			LineConfirmed: x.LineConfirmed, IdentifiedBy: x.IdentifiedBy, Home: x.Home, Env: x.Env}
 	}
 	return pin
 }
