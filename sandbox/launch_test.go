@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-func testSpec(t *testing.T, l layout) Spec {
+func testSpec(t testing.TB, l layout) Spec {
 	t.Helper()
 	p := Profile{Name: "t", Network: "none",
 		Read:    []string{"/usr", "/lib", "/lib64", "/bin", "/etc", l.root + "/ro"},
@@ -31,7 +31,7 @@ func testSpec(t *testing.T, l layout) Spec {
 	return s
 }
 
-func cgroupName(t *testing.T) string {
+func cgroupName(t testing.TB) string {
 	return fmt.Sprintf("test-%d-%d", os.Getpid(), time.Now().UnixNano())
 }
 

@@ -22,25 +22,26 @@ import (
 
 func procPath(pid int, name string) string { return "/proc/" + strconv.Itoa(pid) + "/" + name }
 
-// procMem reads another process's memory through /proc/PID/mem, keeping
-// the last page-sized window read: argv's strings lie close together, so
-// most take no read of their own.
+// procMem reads another process's memory (process_vm_readv: one system
+// call a read, no descriptor to open), keeping the last page-sized window
+// read: argv's strings lie close together, so most take no read of their
+// own. What it read is the asking process's only if the request is still
+// valid after the reading (the supervisor checks): a pid cannot be
+// reused while its task waits in the kernel.
 type procMem struct {
-	fd   int
+	read func(p []byte, addr uint64) (int, error)
 	base uint64
 	win  []byte
 	buf  [4096]byte
 }
 
-func openMem(pid int) (*procMem, error) {
-	fd, err := unix.Open(procPath(pid, "mem"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("opening the process's memory: %w", err)
-	}
-	return &procMem{fd: fd}, nil
+func openMem(pid int) *procMem {
+	return &procMem{read: func(p []byte, addr uint64) (int, error) {
+		local := []unix.Iovec{{Base: &p[0]}}
+		local[0].SetLen(len(p))
+		return unix.ProcessVMReadv(pid, local, []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}, 0)
+	}}
 }
-
-func (m *procMem) close() { unix.Close(m.fd) }
 
 // window returns the bytes from addr to the end of what one read gives
 // (at most a page, stopping where the mapping does).
@@ -51,13 +52,13 @@ func (m *procMem) window(addr uint64) ([]byte, error) {
 	if addr == 0 {
 		return nil, unix.EFAULT
 	}
-	n, err := unix.Pread(m.fd, m.buf[:], int64(addr))
+	n, err := m.read(m.buf[:], addr)
 	if err != nil || n == 0 {
 		// A read that starts on a mapped page and runs into an unmapped
-		// one fails whole: read to the page's end alone.
+		// one may fail whole: read to the page's end alone.
 		rest := 4096 - int(addr%4096)
 		if rest < len(m.buf) {
-			n, err = unix.Pread(m.fd, m.buf[:rest], int64(addr))
+			n, err = m.read(m.buf[:rest], addr)
 		}
 		if err != nil || n == 0 {
 			if err == nil || errors.Is(err, unix.EIO) {
@@ -108,12 +109,15 @@ func (m *procMem) strs(addr uint64) ([]string, error) {
 	var ptrs []uint64
 	var raw [64 * 8]byte
 	for {
-		n, err := unix.Pread(m.fd, raw[:], int64(addr))
+		n, err := m.read(raw[:], addr)
 		if err != nil || n < ptrSize {
 			// Near the end of a mapping: one pointer at a time.
-			n, err = unix.Pread(m.fd, raw[:ptrSize], int64(addr))
+			n, err = m.read(raw[:ptrSize], addr)
 			if err != nil || n < ptrSize {
-				return nil, unix.EFAULT
+				if err == nil || errors.Is(err, unix.EIO) {
+					err = unix.EFAULT
+				}
+				return nil, err
 			}
 		}
 		done := false
@@ -160,7 +164,8 @@ func (m *procMem) strs(addr uint64) ([]string, error) {
 // process's root, links followed. It returns the file's real path and
 // what stat says, or the errno the exec fails with: a file that does
 // not exist or is not a regular file is never run, whatever the answer.
-func resolveExecutable(pid int, dirfd int32, path string, flags uint64) (string, unix.Stat_t, syscall.Errno) {
+// A program the index knows by its identity (most execs) needs one stat.
+func resolveExecutable(pid int, dirfd int32, path string, flags uint64, programs *ProgramIndex) (string, unix.Stat_t, syscall.Errno) {
 	var st unix.Stat_t
 	var p string
 	switch {
@@ -175,19 +180,21 @@ func resolveExecutable(pid int, dirfd int32, path string, flags uint64) (string,
 	default:
 		p = procPath(pid, "fd/"+strconv.Itoa(int(dirfd))) + "/" + path
 	}
-	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		var errno syscall.Errno
-		if !errors.As(err, &errno) {
-			errno = unix.ENOENT
-		}
-		return "", st, errno
-	}
-	defer unix.Close(fd)
-	if err := unix.Fstat(fd, &st); err != nil {
-		return "", st, unix.EACCES
+	if err := unix.Stat(p, &st); err != nil {
+		return "", st, errnoOf(err, unix.ENOENT)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", st, unix.EACCES
+	}
+	if real, ok := programs.pathOf(&st); ok {
+		return real, st, 0
+	}
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", st, errnoOf(err, unix.ENOENT)
+	}
+	defer unix.Close(fd)
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return "", st, unix.EACCES
 	}
 	real, err := readlinkFd(fd)
@@ -195,6 +202,14 @@ func resolveExecutable(pid int, dirfd int32, path string, flags uint64) (string,
 		return "", st, unix.EACCES
 	}
 	return real, st, 0
+}
+
+func errnoOf(err error, def syscall.Errno) syscall.Errno {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return def
 }
 
 // readlinkFd is the path of an open file, as /proc/self/fd says.
@@ -212,19 +227,22 @@ func readlinkFd(fd int) (string, error) {
 // image, which for tid is the one that asks to exec), and returns tid's
 // process id (its thread group) and its parent's. A process that left
 // the launch's tree (reparented to init) has its chain up to the first
-// process outside.
-func parents(tid, leader int) (chain []string, pid, ppid int) {
+// process outside. leaderName names the leader.
+func parents(tid, leader int, leaderName func() string) (chain []string, pid, ppid int) {
 	pid, ppid = taskIDs(tid)
 	if pid == 0 {
 		pid = tid
 	}
+	if pid == leader {
+		return []string{leaderName()}, pid, ppid
+	}
 	chain = append(chain, exeName(tid))
-	for p := ppid; pid != leader && p > 1 && len(chain) < maxParents; {
-		chain = append(chain, exeName(p))
+	for p := ppid; p > 1 && len(chain) < maxParents; p = ppidOf(p) {
 		if p == leader {
+			chain = append(chain, leaderName())
 			break
 		}
-		p = ppidOf(p)
+		chain = append(chain, exeName(p))
 	}
 	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
 		chain[i], chain[j] = chain[j], chain[i]

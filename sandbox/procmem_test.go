@@ -44,7 +44,8 @@ func fileMem(t testing.TB, base uint64, img []byte) *procMem {
 	if _, err := f.WriteAt(img, int64(base)); err != nil {
 		t.Fatal(err)
 	}
-	return &procMem{fd: int(f.Fd())}
+	fd := int(f.Fd())
+	return &procMem{read: func(p []byte, addr uint64) (int, error) { return unix.Pread(fd, p, int64(addr)) }}
 }
 
 func TestArgvReader(t *testing.T) {

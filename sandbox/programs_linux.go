@@ -34,13 +34,13 @@ type ProgramIndex struct {
 	built   bool
 	checked time.Time
 	mtimes  map[string]int64
-	byID    map[FileID]string
+	byID    map[FileID]indexed
 	bySize  map[int64][]indexed
 	sums    map[fileKey][32]byte
 }
 
 type indexed struct {
-	path, name string
+	path, name string // its real path (links resolved), and the program's name
 }
 
 // fileKey names a version of a file: what it was when it was hashed.
@@ -122,8 +122,8 @@ func (x *ProgramIndex) lookup(real string, st *unix.Stat_t) (string, string) {
 	defer x.mu.Unlock()
 	x.refreshLocked()
 	id := FileID{Dev: uint64(st.Dev), Ino: st.Ino}
-	if n, ok := x.byID[id]; ok {
-		return n, "inode"
+	if e, ok := x.byID[id]; ok {
+		return e.name, "inode"
 	}
 	cands := x.bySize[st.Size]
 	if len(cands) == 0 || st.Size > maxHashed {
@@ -144,6 +144,20 @@ func (x *ProgramIndex) lookup(real string, st *unix.Stat_t) (string, string) {
 		}
 	}
 	return "", ""
+}
+
+// pathOf returns the real path of a file the index knows by its
+// identity (st: what stat says of it now), sparing the caller the work
+// of resolving it.
+func (x *ProgramIndex) pathOf(st *unix.Stat_t) (string, bool) {
+	if x == nil {
+		return "", false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.refreshLocked()
+	e, ok := x.byID[FileID{Dev: uint64(st.Dev), Ino: st.Ino}]
+	return e.path, ok
 }
 
 // sumLocked hashes a file, once per version of it.
@@ -192,7 +206,7 @@ func (x *ProgramIndex) refreshLocked() {
 	}
 	x.built = true
 	x.mtimes = map[string]int64{}
-	x.byID = map[FileID]string{}
+	x.byID = map[FileID]indexed{}
 	x.bySize = map[int64][]indexed{}
 	if x.sums == nil {
 		x.sums = map[fileKey][32]byte{}
@@ -225,16 +239,17 @@ func (x *ProgramIndex) refreshLocked() {
 				continue
 			}
 			// A link in the directory names the program it points to.
-			name := n
-			if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
-				name = filepath.Base(real)
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				continue
 			}
 			id := FileID{Dev: uint64(st.Dev), Ino: st.Ino}
 			if _, ok := x.byID[id]; ok {
 				continue
 			}
-			x.byID[id] = name
-			x.bySize[st.Size] = append(x.bySize[st.Size], indexed{path: p, name: name})
+			e := indexed{path: real, name: filepath.Base(real)}
+			x.byID[id] = e
+			x.bySize[st.Size] = append(x.bySize[st.Size], e)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
@@ -80,13 +81,16 @@ type supervisor struct {
 	judge    ExecJudge
 	programs *ProgramIndex
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	stopR  *os.File
-	stopW  *os.File
-	asks   sync.WaitGroup
-	done   chan struct{}
-	first  bool // the next request from the leader is the launcher's own
+	ctx        context.Context
+	cancel     context.CancelFunc
+	stopR      *os.File
+	stopW      *os.File
+	asks       sync.WaitGroup
+	done       chan struct{}
+	first      bool   // the next request from the leader is the launcher's own
+	leaderName string // the leader's program, read once per image ("": not yet)
+	// imageChanged: an answer given off the loop let the leader exec.
+	imageChanged atomic.Bool
 }
 
 // supervise starts the receive loop on listener fd for the launch whose
@@ -97,6 +101,9 @@ func supervise(fd, leader int, judge ExecJudge, programs *ProgramIndex) (*superv
 		unix.Close(fd)
 		return nil, fmt.Errorf("sandbox: the exec gate's stop pipe: %w", err)
 	}
+	// Each exec then hands the CPU to the supervisor and back, rather
+	// than waking a thread on another one (Linux 6.6; else as before).
+	_ = unix.IoctlSetInt(fd, unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{fd: seccomp.ScmpFd(fd), leader: leader, judge: judge, programs: programs,
 		ctx: ctx, cancel: cancel, stopR: r, stopW: w, done: make(chan struct{}), first: true}
@@ -160,7 +167,6 @@ func (s *supervisor) loop() {
 func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
 	r, mem, errno := s.read(req)
 	if mem != nil {
-		defer mem.close()
 		var envAddr uint64
 		switch r.Syscall {
 		case "execve":
@@ -198,24 +204,23 @@ func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
 	r.Launcher = launcher
 	v := s.judge(s.ctx, r)
 	if v.Ask == nil {
-		if s.respond(req.ID, v.Allow, unix.EPERM) && launcher {
+		if s.respond(req.ID, v.Allow, unix.EPERM) && v.Allow && r.Pid == s.leader {
 			s.first = false
+			s.leaderName = "" // a new image
 		}
 		return
 	}
 	s.first = s.first && !launcher
 	r.Environ = nil
 	s.asks.Add(1)
+	leader := r.Pid == s.leader
 	go func() {
 		defer s.asks.Done()
-		s.answer(req.ID, v.Ask(s.ctx))
+		allow := v.Ask(s.ctx)
+		if s.respond(req.ID, allow, unix.EPERM) && allow && leader {
+			s.imageChanged.Store(true)
+		}
 	}()
-}
-
-// answer continues the exec (allow) or fails it with EPERM, if the
-// request is still waiting.
-func (s *supervisor) answer(id uint64, allow bool) {
-	s.respond(id, allow, unix.EPERM)
 }
 
 // respond answers a request; false when it no longer waits (its process
@@ -236,13 +241,13 @@ func (s *supervisor) respond(id uint64, allow bool, errno syscall.Errno) bool {
 // that the exec fails with it whatever the answer (its file does not
 // exist, is not a regular file, or a pointer is bad).
 func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, *procMem, syscall.Errno) {
-	pid := int(req.Pid)
+	tid := int(req.Pid)
 	name, _ := req.Data.Syscall.GetName()
 	args := req.Data.Args
 	if len(args) < 6 {
 		return nil, nil, unix.EINVAL
 	}
-	r := &ExecRequest{Pid: pid, Syscall: name}
+	r := &ExecRequest{Pid: tid, Syscall: name}
 	var pathAddr, argvAddr uint64
 	dirfd := int32(unix.AT_FDCWD)
 	var flags uint64
@@ -254,43 +259,33 @@ func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, *procMem, sy
 	default:
 		return nil, nil, unix.ENOSYS
 	}
-	mem, err := openMem(pid)
-	if err != nil {
-		if !s.valid(req.ID) {
-			return nil, nil, 0
-		}
-		r.Unreadable = err
-		return r, nil, 0
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			mem.close()
-		}
-	}()
-	// The descriptor was opened while the request waited: it is the
-	// memory of the process that asked, not of another that took its pid.
-	if !s.valid(req.ID) {
-		return nil, nil, 0
-	}
+	// Everything is read while the request waits, and counts only if it
+	// still waits afterwards (valid, below): then the task that asked was
+	// alive throughout, and its pid was nobody else's.
+	mem := openMem(tid)
+	gone := func(err error) bool { return errors.Is(err, unix.ESRCH) || !s.valid(req.ID) }
 	path, err := mem.str(pathAddr, maxPathLen)
-	if errors.Is(err, unix.EFAULT) {
+	switch {
+	case errors.Is(err, unix.EFAULT):
 		return nil, nil, unix.EFAULT
-	}
-	if err != nil {
+	case err != nil && gone(err):
+		return nil, nil, 0
+	case err != nil:
 		r.Unreadable = fmt.Errorf("the program's path: %w", err)
 		return r, nil, 0
 	}
 	r.Path = path
 	r.Argv, err = mem.strs(argvAddr)
-	if errors.Is(err, unix.EFAULT) {
+	switch {
+	case errors.Is(err, unix.EFAULT):
 		return nil, nil, unix.EFAULT
-	}
-	if err != nil {
+	case err != nil && gone(err):
+		return nil, nil, 0
+	case err != nil:
 		r.Unreadable = fmt.Errorf("the arguments: %w", err)
 	}
-	r.Cwd, _ = os.Readlink(procPath(pid, "cwd"))
-	exe, st, errno := resolveExecutable(pid, dirfd, path, flags)
+	r.Cwd, _ = os.Readlink(procPath(tid, "cwd"))
+	exe, st, errno := resolveExecutable(tid, dirfd, path, flags, s.programs)
 	if errno != 0 {
 		if !s.valid(req.ID) {
 			return nil, nil, 0
@@ -303,14 +298,20 @@ func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, *procMem, sy
 		argv0 = r.Argv[0]
 	}
 	r.Program, r.IdentifiedBy = s.programs.Identify(exe, &st, argv0)
-	r.Parents, r.Pid, r.PPid = parents(pid, s.leader)
-	// Everything was read while the request still waited: what was read
-	// is the asking process's.
+	r.Parents, r.Pid, r.PPid = parents(tid, s.leader, s.leaderProgram)
 	if !s.valid(req.ID) {
 		return nil, nil, 0
 	}
-	ok = true
 	return r, mem, 0
+}
+
+// leaderProgram names the launch's own process, read once per image: the
+// leader can change its image only by an exec, which passes here.
+func (s *supervisor) leaderProgram() string {
+	if s.imageChanged.Swap(false) || s.leaderName == "" {
+		s.leaderName = exeName(s.leader)
+	}
+	return s.leaderName
 }
 
 // valid reports whether the request still waits (its process lives and

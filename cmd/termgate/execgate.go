@@ -49,6 +49,8 @@ type execGate struct {
 
 	mu       sync.Mutex
 	sessions map[string]*gateSession
+
+	cache decisionCache
 }
 
 // gateSession is what the gate knows of a live session.
@@ -307,7 +309,7 @@ func (x *execGate) judge(state func() gateState) sandbox.ExecJudge {
 		case x.queue.failed() != nil:
 			d = Decision{Action: "deny", Rule: "audit.failed", Reason: "the audit log could not record an exec (" + x.queue.failed().Error() + "); no more execs run", Severity: "high"}
 		default:
-			d = x.g.stages.decideOrAllow(ctx, gin)
+			d = x.decide(ctx, gin)
 		}
 		rec := execRecord{gin: gin, d: d, r: r, st: st, at: time.Now()}
 		switch {
@@ -608,4 +610,78 @@ func envValue(env []string, name string) string {
 		}
 	}
 	return v
+}
+
+// decide is the policy's decision on an exec. A build runs the same
+// programs with the same arguments again and again: a decision is kept
+// for the exact input document it was made on (every field the policy
+// sees, and the environment a confirmed line's variables were expanded
+// from), under the bundle that made it, and reused until the bundle
+// changes. An error is never kept.
+func (x *execGate) decide(ctx context.Context, in GateInput) Decision {
+	if x.g.policy == nil {
+		return x.g.stages.decideOrAllow(ctx, in)
+	}
+	b := x.g.policy.Bundle()
+	key := execKey(in)
+	if d, ok := x.cache.get(b, key); ok {
+		return d
+	}
+	d := x.g.stages.decideOrAllow(ctx, in)
+	if !strings.HasPrefix(d.Rule, "policy.") {
+		x.cache.put(b, key, d)
+	}
+	return d
+}
+
+// execKey is the identity of an exec's input document.
+func execKey(in GateInput) string {
+	var b strings.Builder
+	w := func(ss ...string) {
+		for _, s := range ss {
+			b.WriteString(s)
+			b.WriteByte(0)
+		}
+		b.WriteByte(1)
+	}
+	w(in.Program, in.Text, in.Client.Name, in.Client.Version)
+	if r := in.Session; r != nil {
+		w(r.ID, r.Name, r.Cwd)
+		w(r.Argv...)
+	}
+	if e := in.Exec; e != nil {
+		w(e.Path, e.Cwd, e.Line, fmt.Sprint(e.LineConfirmed), e.IdentifiedBy, e.Home)
+		w(e.Argv...)
+		w(e.Parents...)
+		w(e.Env...)
+	}
+	return b.String()
+}
+
+// decisionCache holds recent exec decisions of one bundle.
+type decisionCache struct {
+	mu     sync.Mutex
+	bundle *policy.Bundle
+	m      map[string]Decision
+}
+
+const maxCachedDecisions = 1024
+
+func (c *decisionCache) get(b *policy.Bundle, key string) (Decision, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bundle != b {
+		return Decision{}, false
+	}
+	d, ok := c.m[key]
+	return d, ok
+}
+
+func (c *decisionCache) put(b *policy.Bundle, key string, d Decision) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bundle != b || len(c.m) >= maxCachedDecisions {
+		c.bundle, c.m = b, make(map[string]Decision, 64)
+	}
+	c.m[key] = d
 }
