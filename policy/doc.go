@@ -24,8 +24,15 @@
 //	  "secret":  true,                         // typed with echo off: text is withheld
 //	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
 //	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},
+//	  "exec":    {"argv": ["rm", "-rf", "/home/u"], "path": "/usr/bin/rm", "cwd": "…",
+//	              "parents": ["bash", "python3.11"], "line": "…", "line_confirmed": true,
+//	              "line_commands": [{"name": "rm", "args": ["-rf", "~"]}], "identified_by": "path"},
 //	  "client":  {"name": "…", "version": "…"}
 //	}
+//
+// exec is a program a session's process asked the kernel to run (action
+// "exec", the exec gate); shell is then built from its argv, program is
+// what its executable is, and its home reads ~ (see Exec in exec.go).
 //
 // A flag (every boolean above) is present only when true, a command's path
 // only when it was written with a slash, parse_error only when the line
