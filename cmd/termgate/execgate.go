@@ -167,8 +167,8 @@ func (x *execGate) sessionLocked(id string) *gateSession {
 // judged records the input last judged (and allowed) for a session: the
 // line an exec's judge is shown, and whether a human confirmed it.
 func (x *execGate) judged(in GateInput, d Decision) {
-	if x == nil || in.Session == nil || in.Secret || d.Action != "allow" {
-		return
+	if x == nil || in.Action != "input" || in.Session == nil || in.Secret || d.Action != "allow" {
+		return // keys are judged again as the line at Enter, which lands here
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -269,7 +269,10 @@ type gateState struct {
 func (x *execGate) state(id string) gateState {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	gs := x.sessionLocked(id)
+	gs := x.sessions[id]
+	if gs == nil {
+		gs = &gateSession{ref: GateRef{ID: id}} // not (or no longer) registered: nothing to remember
+	}
 	st := gateState{ref: gs.ref, home: gs.home, client: gs.client, last: gs.last, line: gs.line, confirmed: gs.confirmed,
 		calls: append([]*gateCall(nil), gs.calls...), session: gs}
 	if n := len(gs.calls); n > 0 {
