@@ -21,6 +21,11 @@ import (
 var binPath string // set once by TestMain, read-only afterwards
 
 func TestMain(m *testing.M) {
+	for _, a := range os.Args[1:] {
+		if strings.HasPrefix(a, "-test.fuzzworker") {
+			os.Exit(m.Run()) // a fuzz worker runs fuzz targets only: no binary to build
+		}
+	}
 	dir, err := os.MkdirTemp("", "termgate-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

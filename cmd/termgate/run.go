@@ -214,7 +214,7 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	defer func() { stopWatch(); <-watched }()
 
 	logger.Info("termgate serving on stdio", "version", version(), "stages", gw.stages.describe())
-	err = srv.Run(ctx, &lineTransport{in: stdin, out: stdout, maxLine: 4 * cfg.MaxInput, log: logger})
+	err = srv.Run(ctx, &lineTransport{in: stdin, out: stdout, maxLine: maxMessage(cfg.MaxInput), maxInput: cfg.MaxInput, log: logger})
 	switch {
 	case err == nil, errors.Is(err, io.EOF):
 		logger.Info("client disconnected; closing sessions")
