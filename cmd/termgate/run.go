@@ -124,53 +124,11 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
 
-	engine, err := policy.New(ctx, policySource(cfg.PolicyDir))
+	gw, auditor, engine, err := assemble(ctx, cfg, logger, getenv)
 	if err != nil {
 		return err
 	}
-	b := engine.Bundle()
-	logger.Info("policy loaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash)
-	confirmer, err := newHumanConfirmer(cfg.ConfirmTTL)
-	if err != nil {
-		return err
-	}
-	confirmer.agentMode = cfg.ConfirmMode == "agent"
-	if confirmer.agentMode {
-		logger.Warn("--confirm-mode=agent: the agent may confirm, with a written justification, what a human would be asked")
-	}
-	specs, err := bundleSecrets(b)
-	if err != nil {
-		return err
-	}
-	secrets, err := loadSecrets(append(specs, cfg.Secrets...), getenv)
-	if err != nil {
-		return err
-	}
-	redactor, err := newRedactor(b, secrets)
-	if err != nil {
-		return err
-	}
-	logger.Info("redaction ready", "rules", redactor.Rules(), "secrets_held", len(secrets))
-	stages := Stages{Decider: engineDecider{engine}, Confirmer: confirmer, Redactor: redactor}
-	var auditor *ecsAuditor
-	if cfg.AuditLog != "off" {
-		auditor, err = newAuditor(cfg, redactor, func() (string, string) {
-			b := engine.Bundle()
-			return b.Source, b.Revision
-		}, logger, getenv)
-		if err != nil {
-			return err
-		}
-		stages.Auditor = auditor
-		logger.Info("audit log", "path", auditor.log.Path())
-	} else {
-		logger.Warn("the audit log is off (--audit-log=off): nothing is recorded")
-	}
-	gw := newGateway(cfg, logger, stages)
-	gw.redactor, gw.secrets, gw.policy, gw.getenv = redactor, secrets, engine, getenv
-	gw.confirmer = confirmer
-	gw.protected = protectedPaths(cfg, getenv)
-	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
+	stages := gw.stages
 	// Sessions must not read this process's memory or environment.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)
@@ -230,6 +188,61 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		return err
 	}
 	return nil
+}
+
+// assemble builds the gateway from the configuration: the policy engine,
+// confirmation, redaction and the audit log (nil with --audit-log=off).
+// serve runs it over stdio; tests wire the same gateway to in-memory
+// transports.
+func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(string) string) (*gateway, *ecsAuditor, *policy.Engine, error) {
+	engine, err := policy.New(ctx, policySource(cfg.PolicyDir))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b := engine.Bundle()
+	logger.Info("policy loaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash)
+	confirmer, err := newHumanConfirmer(cfg.ConfirmTTL)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	confirmer.agentMode = cfg.ConfirmMode == "agent"
+	if confirmer.agentMode {
+		logger.Warn("--confirm-mode=agent: the agent may confirm, with a written justification, what a human would be asked")
+	}
+	specs, err := bundleSecrets(b)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	secrets, err := loadSecrets(append(specs, cfg.Secrets...), getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	redactor, err := newRedactor(b, secrets)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	logger.Info("redaction ready", "rules", redactor.Rules(), "secrets_held", len(secrets))
+	stages := Stages{Decider: engineDecider{engine}, Confirmer: confirmer, Redactor: redactor}
+	var auditor *ecsAuditor
+	if cfg.AuditLog != "off" {
+		auditor, err = newAuditor(cfg, redactor, func() (string, string) {
+			b := engine.Bundle()
+			return b.Source, b.Revision
+		}, logger, getenv)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		stages.Auditor = auditor
+		logger.Info("audit log", "path", auditor.log.Path())
+	} else {
+		logger.Warn("the audit log is off (--audit-log=off): nothing is recorded")
+	}
+	gw := newGateway(cfg, logger, stages)
+	gw.redactor, gw.secrets, gw.policy, gw.getenv = redactor, secrets, engine, getenv
+	gw.confirmer = confirmer
+	gw.protected = protectedPaths(cfg, getenv)
+	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
+	return gw, auditor, engine, nil
 }
 
 // gateway holds the server's parts: the session manager, the pipeline
