@@ -17,7 +17,7 @@ import (
 // The in-memory harness serves the gateway that serve builds (assemble:
 // the real policy engine, redactor, confirmation and audit log, in a
 // temporary directory) to a go-sdk client over mcp.NewInMemoryTransports,
-// through the same server as stdio. Sessions
+// through the same middleware and protocol transport as stdio. Sessions
 // are real (this test binary is their sandbox launcher, see TestMain);
 // only the process boundary and the line transport are left out, so the
 // pipeline's rules are tested in milliseconds.
@@ -95,7 +95,7 @@ func startMem(t *testing.T, o memOptions) *memServer {
 	}
 	m := &memServer{t: t, gw: gw, log: logw, audit: cfg.AuditLog, home: home}
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := gw.server().Connect(ctx, st, nil)
+	ss, err := gw.server().Connect(ctx, protocolTransport{Transport: st, log: logger}, nil)
 	if err != nil {
 		t.Fatalf("serving: %v", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -131,6 +133,9 @@ type Stages struct {
 	Confirmer Confirmer
 	Redactor  Redactor
 	Auditor   Auditor
+	// Log receives what the agent is not told: the stack of a policy
+	// decision that panicked. Nil discards it.
+	Log *slog.Logger
 }
 
 // ErrRefused is wrapped by every refusal of the gate.
@@ -205,7 +210,13 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 
 // decide asks the policy, failing closed: an error, or an action other
 // than allow, deny or confirm, is a deny.
-func (p *Stages) decide(ctx context.Context, in GateInput) Decision {
+func (p *Stages) decide(ctx context.Context, in GateInput) (d Decision) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.panicked(ctx, in, r)
+			d = Decision{Action: "deny", Rule: "policy.error", Reason: "the policy could not decide (an internal error, in the server log)", Severity: "high"}
+		}
+	}()
 	d, err := p.Decider.Decide(ctx, in)
 	switch {
 	case err != nil:
@@ -237,6 +248,20 @@ func (p *Stages) judgeLine(ctx context.Context, in GateInput) error {
 		return fmt.Errorf("%w: the line at Enter, %q, was denied by %s: %s; the typed line was cleared and nothing ran", ErrRefused, in.Text, d.Rule, d.Reason)
 	}
 	return nil
+}
+
+// panicked logs a policy decision that panicked, with its stack, and
+// records it as a tool_error; the decision is then a deny.
+func (p *Stages) panicked(ctx context.Context, in GateInput, r any) {
+	id := incidentID()
+	value := p.redact(fmt.Sprint(r))
+	if p.Log != nil {
+		p.Log.Error("recovered from a panic in the policy decision; the input is denied", "incident", id, "panic", value, "stack", string(debug.Stack()))
+	}
+	in.Text = "" // the decision record that follows holds the input
+	if err := p.record(ctx, AuditEvent{Kind: "tool_error", Input: in, Err: fmt.Sprintf("internal error (panic) in the policy decision, incident %s: %s", id, value)}); err != nil && p.Log != nil {
+		p.Log.Error("audit: recording a recovered panic", "incident", id, "err", err)
+	}
 }
 
 // redact runs stage 5 on text leaving the gateway.

@@ -172,7 +172,8 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	defer func() { stopWatch(); <-watched }()
 
 	logger.Info("termgate serving on stdio", "version", version(), "stages", gw.stages.describe())
-	err = srv.Run(ctx, &lineTransport{in: stdin, out: stdout, maxLine: maxMessage(cfg.MaxInput), maxInput: cfg.MaxInput, log: logger})
+	tr := &lineTransport{in: stdin, out: stdout, maxLine: maxMessage(cfg.MaxInput), maxInput: cfg.MaxInput, log: logger}
+	err = srv.Run(ctx, protocolTransport{Transport: tr, log: logger})
 	switch {
 	case err == nil, errors.Is(err, io.EOF):
 		logger.Info("client disconnected; closing sessions")
@@ -270,9 +271,16 @@ type gateway struct {
 	// continues on the next line: each continuation is judged with them.
 	unfinishedMu sync.Mutex
 	unfinished   map[string]string
+
+	// testOnlyPanic, when a test sets it, is called at points on a
+	// request's path ("tool NAME", "resource URI") and may panic there.
+	testOnlyPanic func(where string)
 }
 
 func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
+	if stages.Log == nil {
+		stages.Log = logger
+	}
 	g := &gateway{cfg: cfg, log: logger, stages: stages, env: os.Environ(), unfinished: map[string]string{}}
 	g.mgr = session.NewManager(cfg.limits(), func(s *session.Session) {
 		logger.Info("closed idle session", "session", s.ID(), "idle_timeout", cfg.IdleTimeout)
@@ -299,6 +307,7 @@ func (g *gateway) server() *mcp.Server {
 		t.register(srv)
 	}
 	g.addResources(srv)
+	srv.AddReceivingMiddleware(g.middleware)
 	return srv
 }
 

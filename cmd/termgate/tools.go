@@ -31,19 +31,42 @@ func newTool[In, Out any](t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) toolDef {
 
 func ptr[T any](v T) *T { return &v }
 
-// guard redacts the error a handler returns: an error can quote input
-// (a refused line, an argv) that holds a secret.
+// guard wraps every tool handler. It ties the call's audit records
+// together and reports progress when the client asked for it. Of what the
+// handler returns, it redacts an error (an error can quote input that
+// holds a secret) and records it as a tool_error; a panic becomes an
+// isError result (protocol.go).
 func guard[In, Out any](g *gateway, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
-	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
 		ctx = withCall(ctx, req)
-		res, out, err := h(ctx, req, in)
-		if err != nil {
-			err = errors.New(g.stages.redact(err.Error()))
-			if aerr := g.stages.record(ctx, AuditEvent{Kind: "tool_error", Err: err.Error(), Input: GateInput{Client: clientOf(req)}}); aerr != nil {
-				g.log.Error("audit: recording a tool error", "err", aerr)
-			}
+		name := ""
+		if req != nil && req.Params != nil {
+			name = req.Params.Name
 		}
-		return res, out, err
+		defer func() {
+			if r := recover(); r != nil {
+				var zero Out
+				res, out, err = nil, zero, errors.New(g.panicked(ctx, "tool "+name, r, GateInput{Client: clientOf(req)}))
+			}
+		}()
+		p := g.startProgress(ctx, req)
+		defer p.stop()
+		ctx = context.WithValue(ctx, progressKey{}, p)
+		g.testPanicPoint("tool " + name)
+		res, out, err = h(ctx, req, in)
+		if err == nil {
+			return res, out, nil
+		}
+		msg := g.stages.redact(err.Error())
+		if ctx.Err() != nil {
+			// The client cancelled the call (or went away): it gets no
+			// answer; what the call started keeps running.
+			msg = fmt.Sprintf("the call was cancelled (%v); what it started keeps running, and session_read shows its output", context.Cause(ctx))
+		}
+		if aerr := g.stages.record(ctx, AuditEvent{Kind: "tool_error", Err: msg, Input: GateInput{Client: clientOf(req)}}); aerr != nil {
+			g.log.Error("audit: recording a tool error", "err", aerr)
+		}
+		return res, out, errors.New(msg)
 	}
 }
 
@@ -463,6 +486,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, out, fmt.Errorf("session not started: %w", err)
 	}
+	progressOf(ctx).watch(s)
 	if tapErr != nil {
 		_ = g.mgr.Close(ctx, s.ID())
 		return nil, out, fmt.Errorf("session not started: its recording could not be made: %w", tapErr)
@@ -589,6 +613,7 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	progressOf(ctx).watch(s)
 	if in.SecretRef != "" || in.Secret != "" {
 		return g.sendSecret(ctx, req, s, in)
 	}
@@ -791,6 +816,7 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	progressOf(ctx).watch(s)
 	if len(in.Keys) == 0 || len(in.Keys) > maxKeys {
 		return nil, out, fmt.Errorf("keys must list 1 to %d keys", maxKeys)
 	}
@@ -859,6 +885,7 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	progressOf(ctx).watch(s)
 	maxOut, err := g.maxOutput(in.MaxOutput)
 	if err != nil {
 		return nil, out, err
