@@ -141,6 +141,37 @@ type Stages struct {
 // ErrRefused is wrapped by every refusal of the gate.
 var ErrRefused = errors.New("refused")
 
+// A refusal is the gate saying no to one input. Its text is what the agent
+// reads; its decision goes into the result's structured content, so that
+// a refused call still says which rule refused it, why, and how severe.
+// A refusal's text says which kind it is, in so many words:
+//
+//   - "denied by RULE: reason" — the policy denied the input;
+//   - "not confirmed: ..." — the policy asked a human first, and the human
+//     declined, did not answer in time, or could not be asked;
+//   - "the audit log could not record this input" — the gateway itself
+//     refused, failing closed (rule audit.unavailable);
+//   - at Enter, "the line at Enter, ..." with one of the above.
+//
+// Every refusal ends by saying that nothing was sent (or ran).
+type refusal struct {
+	d       Decision
+	in      GateInput
+	message string
+}
+
+func (r *refusal) Error() string { return "refused: " + r.message }
+func (r *refusal) Unwrap() error { return ErrRefused }
+
+// auditRefusal is the refusal when the audit log cannot record an input.
+func auditRefusal(in GateInput, err error, tail string) *refusal {
+	return &refusal{
+		d:       Decision{Action: "deny", Rule: "audit.unavailable", Reason: "the audit log could not record this input", Severity: "high"},
+		in:      in,
+		message: fmt.Sprintf("the audit log could not record this input (%v); %s", err, tail),
+	}
+}
+
 // noPolicy is the decision when no policy engine is configured: the input is
 // allowed, and every result says so.
 const noPolicyRule = "policy.none"
@@ -149,21 +180,25 @@ const noPolicyRule = "policy.none"
 // error means nothing may be written; its text says why and that nothing
 // was sent.
 func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInput) (Decision, error) {
+	const nothingSent = "nothing was sent"
 	d := Decision{Action: "allow", Rule: noPolicyRule, Reason: "no policy engine is configured in this build"}
 	if p.Decider != nil {
 		d = p.decide(ctx, in)
 	}
+	notConfirmed := "" // why a confirmation did not happen
+	asked := d.Reason  // the policy's reason for asking
 	switch d.Action {
 	case "allow":
 	case "confirm":
 		if p.Confirmer == nil {
+			notConfirmed = "no human can be asked (no confirmation channel is available)"
 			d = Decision{Action: "deny", Rule: d.Rule, Reason: d.Reason + " (needs a human's confirmation, and no confirmation channel is available)", Severity: d.Severity}
 			break
 		}
 		answering := req != nil && req.Params != nil && req.Params.RequestState != ""
 		if p.Auditor != nil && !answering {
 			if aerr := p.Auditor.Record(ctx, AuditEvent{Kind: "confirmation_asked", Input: in, Decision: d}); aerr != nil {
-				return d, fmt.Errorf("%w: the audit log could not record this input (%v); nothing was sent", ErrRefused, aerr)
+				return d, auditRefusal(in, aerr, nothingSent)
 			}
 		}
 		ok, err := p.Confirmer.Confirm(ctx, req, in, d)
@@ -179,15 +214,15 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 				how = "declined by the human"
 			}
 			if aerr := p.Auditor.Record(ctx, AuditEvent{Kind: "confirmation_answered", Input: in, Decision: d, Approved: ok && err == nil, Outcome: how}); aerr != nil {
-				return d, fmt.Errorf("%w: the audit log could not record this input (%v); nothing was sent", ErrRefused, aerr)
+				return d, auditRefusal(in, aerr, nothingSent)
 			}
 		}
 		if err != nil || !ok {
-			why := "the human declined"
+			notConfirmed = "the human declined"
 			if err != nil {
-				why = "not confirmed: " + err.Error()
+				notConfirmed = err.Error()
 			}
-			d = Decision{Action: "deny", Rule: d.Rule, Reason: d.Reason + " (" + why + ")", Severity: d.Severity}
+			d = Decision{Action: "deny", Rule: d.Rule, Reason: d.Reason + " (not confirmed: " + notConfirmed + ")", Severity: d.Severity}
 			break
 		}
 		d.Action = "allow"
@@ -199,13 +234,17 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 	}
 	if p.Auditor != nil {
 		if err := p.Auditor.Record(ctx, AuditEvent{Kind: "decision", Input: in, Decision: d}); err != nil {
-			return d, fmt.Errorf("%w: the audit log could not record this input (%v); nothing was sent", ErrRefused, err)
+			return d, auditRefusal(in, err, nothingSent)
 		}
 	}
-	if d.Action != "allow" {
-		return d, fmt.Errorf("%w: denied by %s: %s; nothing was sent", ErrRefused, d.Rule, d.Reason)
+	if d.Action == "allow" {
+		return d, nil
 	}
-	return d, nil
+	if notConfirmed != "" {
+		return d, &refusal{d: d, in: in, message: fmt.Sprintf("not confirmed: %s. Rule %s asks a human before this runs: %s; %s",
+			notConfirmed, d.Rule, asked, nothingSent)}
+	}
+	return d, &refusal{d: d, in: in, message: fmt.Sprintf("denied by %s: %s; %s", d.Rule, d.Reason, nothingSent)}
 }
 
 // decide asks the policy, failing closed: an error, or an action other
@@ -235,19 +274,24 @@ func (p *Stages) judgeLine(ctx context.Context, in GateInput) error {
 	if p.Decider == nil {
 		return nil
 	}
+	const cleared = "the typed line was cleared and nothing ran"
 	d := p.decide(ctx, in)
-	if d.Action == "confirm" {
+	asked := d.Action == "confirm"
+	if asked {
 		d = Decision{Action: "deny", Rule: d.Rule, Reason: d.Reason + " (needs a human's confirmation: send the whole line with session_send to ask)", Severity: d.Severity}
 	}
 	if p.Auditor != nil {
 		if err := p.Auditor.Record(ctx, AuditEvent{Kind: "decision", Input: in, Decision: d}); err != nil {
-			return fmt.Errorf("%w: the audit log could not record this input (%v)", ErrRefused, err)
+			return auditRefusal(in, err, cleared)
 		}
 	}
-	if d.Action != "allow" {
-		return fmt.Errorf("%w: the line at Enter, %q, was denied by %s: %s; the typed line was cleared and nothing ran", ErrRefused, in.Text, d.Rule, d.Reason)
+	switch {
+	case d.Action == "allow":
+		return nil
+	case asked:
+		return &refusal{d: d, in: in, message: fmt.Sprintf("not confirmed: the line at Enter, %q, needs a human's confirmation (rule %s), which cannot be asked at Enter: send the whole line with session_send to ask; %s", in.Text, d.Rule, cleared)}
 	}
-	return nil
+	return &refusal{d: d, in: in, message: fmt.Sprintf("the line at Enter, %q, was denied by %s: %s; %s", in.Text, d.Rule, d.Reason, cleared)}
 }
 
 // panicked logs a policy decision that panicked, with its stack, and

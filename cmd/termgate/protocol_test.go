@@ -79,6 +79,9 @@ func TestPanicsAreRecovered(t *testing.T) {
 	if !res.IsError || !strings.Contains(resultText(res), "policy.error") || !strings.Contains(resultText(res), "nothing was sent") {
 		t.Fatalf("send with a panicking decision: %s", resultText(res))
 	}
+	if d, _ := structured(t, res)["decision"].(map[string]any); d["action"] != "deny" || d["rule"] != "policy.error" {
+		t.Fatalf("decision: %v", structured(t, res)["decision"])
+	}
 
 	// The judge at Enter, called from inside the session's send: the line
 	// typed key by key is refused and cleared, and the session still works.
@@ -116,6 +119,97 @@ func TestPanicsAreRecovered(t *testing.T) {
 	if !strings.Contains(log, "testPanicPoint") || !strings.Contains(log, "panicky.Decide") {
 		t.Fatalf("the server log lacks the stacks:\n%s", log)
 	}
+}
+
+// TestRefusalsCarryTheirDecision: every refused input is an isError
+// result whose structured content holds the decision, and whose text says
+// what kind of refusal it was, once.
+func TestRefusalsCarryTheirDecision(t *testing.T) {
+	m := startMem(t, memOptions{})
+	id, dir := m.start(nil)
+	decision := func(what string, res *mcp.CallToolResult, rule string) map[string]any {
+		t.Helper()
+		out := structured(t, res)
+		d, _ := out["decision"].(map[string]any)
+		if d["action"] != "deny" || d["rule"] != rule || d["reason"] == "" || d["severity"] == "" {
+			t.Fatalf("%s: decision %v, want a deny by %s with reason and severity", what, out["decision"], rule)
+		}
+		if strings.Contains(resultText(res), "refused: refused:") {
+			t.Fatalf("%s: %q", what, resultText(res))
+		}
+		return out
+	}
+	res := m.fails("session_send", map[string]any{"session_id": id, "text": "rm -rf /"}, "refused: denied by fs.rm_protected")
+	out := decision("send", res, "fs.rm_protected")
+	if str(out, "session_id") != id || out["alive"] != true || str(out, "program") != "bash" {
+		t.Fatalf("send: the refusal does not describe the session: %v", out)
+	}
+
+	res = m.fails("exec", map[string]any{"command": "rm -rf / --no-preserve-root"}, "denied by")
+	if out := decision("exec", res, "fs.rm_no_preserve_root"); exitCode(t, out) != -1 {
+		t.Fatalf("exec: a refused command's exit code is %v, want -1", out["exit_code"])
+	}
+
+	res = m.fails("session_start", map[string]any{"env": map[string]string{"LD_PRELOAD": "/tmp/x.so"}}, "denied by start.dangerous_env")
+	if out := decision("start", res, "start.dangerous_env"); len(out["stages"].(map[string]any)) == 0 {
+		t.Fatalf("start: %v", out)
+	}
+
+	// At Enter, typed key by key: one "refused:", the decision, and the
+	// line cleared.
+	canary := filepath.Join(dir, "x")
+	keys := []string{}
+	for _, c := range "rm -rf /" {
+		keys = append(keys, string(c))
+	}
+	res = m.fails("session_keys", map[string]any{"session_id": id, "keys": append(keys, "enter")}, "refused: the line at Enter, \"rm -rf /\", was denied by fs.rm_protected")
+	decision("keys", res, "fs.rm_protected")
+	wantOutput(t, m.ok("session_send", map[string]any{"session_id": id, "text": "echo after > " + canary + "; cat " + canary}), "after")
+}
+
+// TestRefusedConfirmationSaysSo: a confirmation the human declines, or
+// that cannot be asked, reads "not confirmed", not "denied by".
+func TestRefusedConfirmationSaysSo(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(target, []byte("x"), 0o644)
+	cmd := "chmod 777 " + target
+	for _, c := range []struct {
+		name   string
+		client *mcp.ClientOptions
+		want   string
+	}{
+		{"declined", &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}}, `not confirmed: the human chose "decline". Rule perm.world_writable asks a human before this runs`},
+		{"not approved", &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, nil
+		}}, "not confirmed: the human did not approve."},
+		{"cannot ask", nil, "not confirmed: the client cannot ask a human (no elicitation support)."},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := startMem(t, memOptions{client: c.client})
+			id, _ := m.start(nil)
+			res := m.fails("session_send", map[string]any{"session_id": id, "text": cmd}, c.want)
+			text := resultText(res)
+			if strings.Contains(text, "denied by") || !strings.HasSuffix(text, "nothing was sent") {
+				t.Fatalf("%q", text)
+			}
+			if d, _ := structured(t, res)["decision"].(map[string]any); d["rule"] != "perm.world_writable" || d["action"] != "deny" {
+				t.Fatalf("decision: %v", d)
+			}
+			if modeOf(t, target) != 0o644 {
+				t.Fatal("ran without a confirmation")
+			}
+		})
+	}
+}
+
+func TestKeysTypeASpace(t *testing.T) {
+	m := startMem(t, memOptions{})
+	id, _ := m.start(nil)
+	r := m.ok("session_keys", map[string]any{"session_id": id, "keys": []string{"e", "c", "h", "o", " ", "a", " ", "b", "enter"}})
+	wantOutput(t, r, "a b")
+	m.fails("session_keys", map[string]any{"session_id": id, "keys": []string{"\x03"}}, "unknown key")
 }
 
 // TestProgressNotifications: a call with a progress token gets progress
@@ -291,5 +385,21 @@ func TestErrorCodesAreNeverZero(t *testing.T) {
 		if r.Error == nil || code(r) != c.want {
 			t.Errorf("%s %s: error %v (code %d), want code %d", c.method, c.params, r.Error, code(r), c.want)
 		}
+	}
+}
+
+// TestOversizedToolInput: a tool call over --max-input is an isError
+// result that names the limit, and nothing is sent.
+func TestOversizedToolInput(t *testing.T) {
+	m := startMem(t, memOptions{flags: []string{"--max-input", "1024"}})
+	id, dir := m.start(nil)
+	big := strings.Repeat("x", 300<<10)
+	m.fails("session_send", map[string]any{"session_id": id, "text": "echo " + big}, "--max-input")
+	m.fails("session_send", map[string]any{"session_id": id, "text": "echo " + big[:2000]}, "over the limit of 1024 (--max-input)")
+	m.fails("exec", map[string]any{"command": "echo " + big}, "--max-input")
+	m.fails("session_start", map[string]any{"cwd": dir, "env": map[string]string{"BIG": big}}, "--max-input")
+	hist := str(m.ok("session_read", map[string]any{"session_id": id, "mode": "scrollback"}), "output")
+	if strings.Contains(hist, "xxxx") {
+		t.Fatal("an input over the limit reached the terminal")
 	}
 }
