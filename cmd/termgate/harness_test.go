@@ -37,7 +37,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "termgate")
-	args := []string{"build", "-o", binPath}
+	// The tests' build carries the test hooks (testhooks_on.go).
+	args := []string{"build", "-tags", "termgate_testhooks", "-o", binPath}
 	if os.Getenv("TERMGATE_TEST_RACE") != "" {
 		args = append(args, "-race") // the server under test runs with the race detector too
 	}

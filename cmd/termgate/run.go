@@ -307,6 +307,7 @@ func (g *gateway) server() *mcp.Server {
 		t.register(srv)
 	}
 	g.addResources(srv)
+	g.addTestHooks(srv)
 	srv.AddReceivingMiddleware(g.middleware)
 	return srv
 }
