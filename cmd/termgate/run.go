@@ -132,58 +132,11 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
 
-	src, err := cfg.policySourceFor(getenv)
+	gw, auditor, engine, err := assemble(ctx, cfg, logger, getenv)
 	if err != nil {
 		return err
 	}
-	engine, err := policy.New(ctx, src)
-	if err != nil {
-		return err
-	}
-	b := engine.Bundle()
-	logger.Info("policy loaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash, "signed", b.Signed, "from_cache", b.Cached)
-	if b.Cached {
-		logger.Warn("the bundle server was not reached at start: the cached bundle is in force until it is", "source", b.Source, "revision", b.Revision)
-	}
-	confirmer, err := newHumanConfirmer(cfg.ConfirmTTL)
-	if err != nil {
-		return err
-	}
-	confirmer.agentMode = cfg.ConfirmMode == "agent"
-	if confirmer.agentMode {
-		logger.Warn("--confirm-mode=agent: the agent may confirm, with a written justification, what a human would be asked")
-	}
-	specs, err := bundleSecrets(b)
-	if err != nil {
-		return err
-	}
-	secrets, err := loadSecrets(append(specs, cfg.Secrets...), getenv)
-	if err != nil {
-		return err
-	}
-	redactor, err := newRedactor(b, secrets)
-	if err != nil {
-		return err
-	}
-	logger.Info("redaction ready", "rules", redactor.Rules(), "secrets_held", len(secrets))
-	confirmer.redact = redactor.Redact
-	stages := Stages{Decider: engineDecider{engine}, Confirmer: confirmer, Redactor: redactor}
-	var auditor *ecsAuditor
-	if cfg.AuditLog != "off" {
-		auditor, err = newAuditor(cfg, redactor, engine, logger, getenv)
-		if err != nil {
-			return err
-		}
-		stages.Auditor = auditor
-		logger.Info("audit log", "path", auditor.log.Path())
-	} else {
-		logger.Warn("the audit log is off (--audit-log=off): nothing is recorded")
-	}
-	gw := newGateway(cfg, logger, stages)
-	gw.redactor, gw.secrets, gw.policy, gw.getenv = redactor, secrets, engine, getenv
-	gw.confirmer = confirmer
-	gw.protected = protectedPaths(cfg, getenv)
-	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
+	stages := gw.stages
 	// Sessions must not read this process's memory or environment.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)
@@ -227,7 +180,8 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	defer func() { stopWatch(); <-watched }()
 
 	logger.Info("termgate serving on stdio", "version", version(), "stages", gw.stages.describe())
-	err = srv.Run(ctx, &lineTransport{in: stdin, out: stdout, maxLine: 4 * cfg.MaxInput, log: logger})
+	tr := &lineTransport{in: stdin, out: stdout, maxLine: maxMessage(cfg.MaxInput), maxInput: cfg.MaxInput, log: logger}
+	err = srv.Run(ctx, protocolTransport{Transport: tr, log: logger})
 	switch {
 	case err == nil, errors.Is(err, io.EOF):
 		logger.Info("client disconnected; closing sessions")
@@ -243,6 +197,66 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		return err
 	}
 	return nil
+}
+
+// assemble builds the gateway from the configuration: the policy engine,
+// confirmation, redaction and the audit log (nil with --audit-log=off).
+// serve runs it over stdio; tests wire the same gateway to in-memory
+// transports.
+func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(string) string) (*gateway, *ecsAuditor, *policy.Engine, error) {
+	src, err := cfg.policySourceFor(getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	engine, err := policy.New(ctx, src)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b := engine.Bundle()
+	logger.Info("policy loaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash, "signed", b.Signed, "from_cache", b.Cached)
+	if b.Cached {
+		logger.Warn("the bundle server was not reached at start: the cached bundle is in force until it is", "source", b.Source, "revision", b.Revision)
+	}
+	confirmer, err := newHumanConfirmer(cfg.ConfirmTTL)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	confirmer.agentMode = cfg.ConfirmMode == "agent"
+	if confirmer.agentMode {
+		logger.Warn("--confirm-mode=agent: the agent may confirm, with a written justification, what a human would be asked")
+	}
+	specs, err := bundleSecrets(b)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	secrets, err := loadSecrets(append(specs, cfg.Secrets...), getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	redactor, err := newRedactor(b, secrets)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	logger.Info("redaction ready", "rules", redactor.Rules(), "secrets_held", len(secrets))
+	confirmer.redact = redactor.Redact
+	stages := Stages{Decider: engineDecider{engine}, Confirmer: confirmer, Redactor: redactor}
+	var auditor *ecsAuditor
+	if cfg.AuditLog != "off" {
+		auditor, err = newAuditor(cfg, redactor, engine, logger, getenv)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		stages.Auditor = auditor
+		logger.Info("audit log", "path", auditor.log.Path())
+	} else {
+		logger.Warn("the audit log is off (--audit-log=off): nothing is recorded")
+	}
+	gw := newGateway(cfg, logger, stages)
+	gw.redactor, gw.secrets, gw.policy, gw.getenv = redactor, secrets, engine, getenv
+	gw.confirmer = confirmer
+	gw.protected = protectedPaths(cfg, getenv)
+	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
+	return gw, auditor, engine, nil
 }
 
 // gateway holds the server's parts: the session manager, the pipeline
@@ -270,9 +284,16 @@ type gateway struct {
 	// continues on the next line: each continuation is judged with them.
 	unfinishedMu sync.Mutex
 	unfinished   map[string]string
+
+	// testOnlyPanic, when a test sets it, is called at points on a
+	// request's path ("tool NAME", "resource URI") and may panic there.
+	testOnlyPanic func(where string)
 }
 
 func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
+	if stages.Log == nil {
+		stages.Log = logger
+	}
 	g := &gateway{cfg: cfg, log: logger, stages: stages, env: os.Environ(), unfinished: map[string]string{}}
 	g.mgr = session.NewManager(cfg.limits(), func(s *session.Session) {
 		logger.Info("closed idle session", "session", s.ID(), "idle_timeout", cfg.IdleTimeout)
@@ -299,6 +320,8 @@ func (g *gateway) server() *mcp.Server {
 		t.register(srv)
 	}
 	g.addResources(srv)
+	g.addTestHooks(srv)
+	srv.AddReceivingMiddleware(g.middleware)
 	return srv
 }
 

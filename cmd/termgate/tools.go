@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,20 +31,106 @@ func newTool[In, Out any](t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) toolDef {
 
 func ptr[T any](v T) *T { return &v }
 
-// guard redacts the error a handler returns: an error can quote input
-// (a refused line, an argv) that holds a secret.
+// guard wraps every tool handler. It ties the call's audit records
+// together, reports progress when the client asked for it, and checks the
+// arguments' size. Of what the handler returns, it redacts an error (an
+// error can quote input that holds a secret) and records it as a
+// tool_error; a refusal becomes an isError result whose structured
+// content still carries the decision; a panic becomes an isError result
+// (protocol.go).
 func guard[In, Out any](g *gateway, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
-	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
 		ctx = withCall(ctx, req)
-		res, out, err := h(ctx, req, in)
-		if err != nil {
-			err = errors.New(g.stages.redact(err.Error()))
-			if aerr := g.stages.record(ctx, AuditEvent{Kind: "tool_error", Err: err.Error(), Input: GateInput{Client: clientOf(req)}}); aerr != nil {
-				g.log.Error("audit: recording a tool error", "err", aerr)
-			}
+		name := ""
+		if req != nil && req.Params != nil {
+			name = req.Params.Name
 		}
-		return res, out, err
+		defer func() {
+			if r := recover(); r != nil {
+				var zero Out
+				res, out, err = nil, zero, errors.New(g.panicked(ctx, "tool "+name, r, GateInput{Client: clientOf(req)}))
+			}
+		}()
+		p := g.startProgress(ctx, req)
+		defer p.stop()
+		ctx = context.WithValue(ctx, progressKey{}, p)
+		g.testPanicPoint("tool " + name)
+		if err = g.checkArgsSize(req); err == nil {
+			res, out, err = h(ctx, req, in)
+		}
+		if err == nil {
+			return res, out, nil
+		}
+		var ref *refusal
+		if errors.As(err, &ref) {
+			err = ref // what the session wrapped it in (a refusal at Enter) goes
+		}
+		msg := g.stages.redact(err.Error())
+		switch {
+		case ref != nil:
+			if r, ok := any(&out).(refusable); ok {
+				r.refused(g, ref)
+			}
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+		case ctx.Err() != nil:
+			// The client cancelled the call (or went away): it gets no
+			// answer; what the call started keeps running.
+			msg = fmt.Sprintf("the call was cancelled (%v); what it started keeps running, and session_read shows its output", context.Cause(ctx))
+		}
+		if aerr := g.stages.record(ctx, AuditEvent{Kind: "tool_error", Err: msg, Input: GateInput{Client: clientOf(req)}}); aerr != nil {
+			g.log.Error("audit: recording a tool error", "err", aerr)
+		}
+		if ref != nil {
+			return res, out, nil
+		}
+		return res, out, errors.New(msg)
 	}
+}
+
+// checkArgsSize bounds a call's arguments as a whole, whatever fields they
+// hold: at most what --max-input allows each input, with room for JSON's
+// escapes. Each input field is checked exactly as well (checkInputSize).
+func (g *gateway) checkArgsSize(req *mcp.CallToolRequest) error {
+	if req == nil || req.Params == nil {
+		return nil
+	}
+	limit := 8*g.cfg.MaxInput + 64<<10
+	if n := len(req.Params.Arguments); n > limit {
+		return fmt.Errorf("the call's arguments are %d bytes, over the limit of %d bytes (--max-input is %d; JSON escapes counted); nothing was sent", n, limit, g.cfg.MaxInput)
+	}
+	return nil
+}
+
+// refusable results carry a refusal's decision in their structured
+// content, with what else is known of the session or the start.
+type refusable interface {
+	refused(g *gateway, r *refusal)
+}
+
+// refused: nothing of this call runs (complete); the session is described
+// as it is.
+func (o *ioOut) refused(g *gateway, r *refusal) {
+	o.Decision, o.Complete = &r.d, true
+	if r.in.Session == nil {
+		return
+	}
+	o.SessionID = r.in.Session.ID
+	if s, err := g.mgr.Get(o.SessionID); err == nil {
+		st := s.Status()
+		o.Alive, o.Program, o.Busy, o.EchoOff = st.Alive, st.Program, st.Busy, st.EchoOff
+	}
+}
+
+func (o *startOut) refused(g *gateway, r *refusal) {
+	o.Decision, o.Stages, o.Argv = &r.d, g.stages.describe(), []string{}
+	if r.in.Start != nil {
+		o.Name, o.Argv = r.in.Start.Name, g.redactAll(r.in.Start.Argv)
+	}
+}
+
+// refused: the command did not run, so it has no exit code (-1).
+func (o *execOut) refused(g *gateway, r *refusal) {
+	o.Decision, o.ExitCode = &r.d, -1
 }
 
 // redactAll redacts each string of a list (an argv).
@@ -427,6 +514,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, out, fmt.Errorf("session not started: %w", err)
 	}
+	progressOf(ctx).watch(s)
 	if tapErr != nil {
 		_ = g.mgr.Close(ctx, s.ID())
 		return nil, out, fmt.Errorf("session not started: its recording could not be made: %w", tapErr)
@@ -553,6 +641,7 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	progressOf(ctx).watch(s)
 	if in.SecretRef != "" || in.Secret != "" {
 		return g.sendSecret(ctx, req, s, in)
 	}
@@ -693,7 +782,12 @@ func (g *gateway) lineJudge(ctx context.Context, s *session.Session, base GateIn
 		if strings.Contains(line, "[REDACTED:") {
 			// The screen shows the line redacted; what would run is not
 			// what the policy would see. Fail closed.
-			return fmt.Errorf("%w: the line at Enter holds text the redactor masked on the screen, so it cannot be judged as it would run; the typed line was cleared and nothing ran. Send the whole line with session_send", ErrRefused)
+			const why = "the line at Enter holds text the redactor masked on the screen, so it cannot be judged as it would run"
+			return &refusal{
+				d:       Decision{Action: "deny", Rule: "redaction.masked_line", Reason: why, Severity: "high"},
+				in:      base,
+				message: why + "; the typed line was cleared and nothing ran. Send the whole line with session_send",
+			}
 		}
 		in := base
 		in.Action, in.Program, in.Text = "input", st.Program, g.continuing(s.ID(), line)
@@ -755,6 +849,7 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	progressOf(ctx).watch(s)
 	if len(in.Keys) == 0 || len(in.Keys) > maxKeys {
 		return nil, out, fmt.Errorf("keys must list 1 to %d keys", maxKeys)
 	}
@@ -762,7 +857,8 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 	size := 0
 	for _, k := range in.Keys {
 		var key session.Key
-		if utf8.RuneCountInString(k) == 1 && k != " " {
+		if r, _ := utf8.DecodeRuneInString(k); utf8.RuneCountInString(k) == 1 && unicode.IsPrint(r) {
+			// A printable character, a space included, is typed as is.
 			key = session.Key{Name: k, Repeat: 1, Literal: true}
 		} else if key, err = session.ParseKey(k); err != nil {
 			return nil, out, fmt.Errorf("%v; nothing was sent", err)
@@ -823,6 +919,7 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	progressOf(ctx).watch(s)
 	maxOut, err := g.maxOutput(in.MaxOutput)
 	if err != nil {
 		return nil, out, err
@@ -1041,7 +1138,7 @@ type execIn struct {
 
 type execOut struct {
 	Output    string    `json:"output" jsonschema:"stdout and stderr, interleaved, redacted, capped"`
-	ExitCode  int       `json:"exit_code" jsonschema:"the command's exit code (128+n when killed by signal n)"`
+	ExitCode  int       `json:"exit_code" jsonschema:"the command's exit code (128+n when killed by signal n; -1 when it was refused and did not run)"`
 	TimedOut  bool      `json:"timed_out" jsonschema:"the command was killed at timeout_ms"`
 	Truncated bool      `json:"truncated" jsonschema:"output was capped"`
 	Duration  int64     `json:"duration_ms" jsonschema:"how long it ran"`
