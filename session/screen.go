@@ -539,6 +539,13 @@ func (s *Screen) Render() string {
 // Scrollback returns the last n lines of the main screen's history and the
 // visible main screen, soft wraps joined.
 func (s *Screen) Scrollback(n int) string {
+	text, _, _ := s.ScrollbackRows(n)
+	return text
+}
+
+// ScrollbackRows is Scrollback with the row each line begins on, and the row
+// after the last one.
+func (s *Screen) ScrollbackRows(n int) (string, []int64, int64) {
 	end := s.sbDropped + int64(s.sbLen) + int64(s.rows) - 1
 	// Drop trailing blank rows of the main screen.
 	for end > s.sbDropped+int64(s.sbLen) {
@@ -548,6 +555,7 @@ func (s *Screen) Scrollback(n int) string {
 		end--
 	}
 	var lines []string
+	var rows []int64
 	for l := end; l >= s.sbDropped && len(lines) < n; l-- {
 		t, _, _ := s.mainLineAt(l)
 		_, prevWrapped, ok := s.mainLineAt(l - 1)
@@ -558,11 +566,13 @@ func (s *Screen) Scrollback(n int) string {
 			_, prevWrapped, ok = s.mainLineAt(l - 1)
 		}
 		lines = append(lines, strings.TrimRight(t, " "))
+		rows = append(rows, l)
 	}
 	for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
 		lines[i], lines[j] = lines[j], lines[i]
+		rows[i], rows[j] = rows[j], rows[i]
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(lines, "\n"), rows, end + 1
 }
 
 func (s *Screen) mainLineAt(n int64) (string, bool, bool) {
