@@ -43,6 +43,11 @@ type Config struct {
 	Sandbox        string        // enforce (default), best-effort, off
 	ConfirmMode    string        // human (default), agent
 	SessionUser    string        // run sessions as this user
+
+	// How much output a call may get, and how much history is kept for
+	// session_read to page.
+	MaxOutputCeiling int   // the largest max_output a call may ask for
+	OutputLogMax     int64 // bytes of output history each session keeps on disk; 0: none
 }
 
 func defaultConfig() Config {
@@ -67,6 +72,9 @@ func defaultConfig() Config {
 		AuditFail:      "refuse",
 		Sandbox:        "enforce",
 		ConfirmMode:    "human",
+
+		MaxOutputCeiling: 200000,
+		OutputLogMax:     session.DefaultOutputLogMax,
 	}
 }
 
@@ -98,6 +106,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SessionUser, "session-user", c.SessionUser, "run sessions as this user (the gateway must be root)")
 	fs.Var(&c.Secrets, "secret", "a secret the gateway holds, typed by session_send {secret_ref: NAME} and masked everywhere: NAME=env:VAR or NAME=file:PATH (repeatable; the env twin takes a comma-separated list)")
 	fs.DurationVar(&c.PolicyReload, "policy-reload", c.PolicyReload, "check the policy bundle for changes this often and reload it (0: never)")
+	fs.IntVar(&c.MaxOutputCeiling, "max-output-ceiling", c.MaxOutputCeiling, "the largest max_output a call may ask for (--max-output is the default)")
+	fs.Int64Var(&c.OutputLogMax, "output-log-max", c.OutputLogMax, "bytes of output history each session keeps on disk for session_read mode log, the newest kept (0: none, only the scrollback)")
 }
 
 // envName is a flag's environment twin.
@@ -152,6 +162,8 @@ func (c Config) validate() error {
 	check(c.ConfirmMode == "human" || c.ConfirmMode == "agent", "--confirm-mode must be human or agent, not %q", c.ConfirmMode)
 	check(c.Sandbox == "enforce" || c.Sandbox == "best-effort" || c.Sandbox == "off", "--sandbox must be enforce, best-effort or off, not %q", c.Sandbox)
 	check(c.AuditMaxSize >= 0, "--audit-max-size must not be negative")
+	check(c.MaxOutputCeiling >= c.MaxOutput && c.MaxOutputCeiling <= 16<<20, "--max-output-ceiling must be at least --max-output (%d) and at most 16777216, not %d", c.MaxOutput, c.MaxOutputCeiling)
+	check(c.OutputLogMax == 0 || c.OutputLogMax >= session.MinOutputLogMax && c.OutputLogMax <= 1<<40, "--output-log-max must be 0 (none) or %d bytes to 1 TiB, not %d", session.MinOutputLogMax, c.OutputLogMax)
 	return errors.Join(errs...)
 }
 
