@@ -179,3 +179,31 @@ func TestJoinRowsBudget(t *testing.T) {
 		t.Fatalf("blanks before a line end: %q", text)
 	}
 }
+
+// BenchmarkScreenWriteLogged is BenchmarkScreenWrite with the output log a
+// session has: every row that scrolls off is buffered and written out.
+func BenchmarkScreenWriteLogged(b *testing.B) {
+	var buf strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&buf, "\x1b[32m%6d\x1b[0m  -rw-r--r-- 1 user user  4096 Nov 22 10:00 file-%d.go\r\n", i, i)
+	}
+	data := []byte(buf.String())
+	l, err := openOutputLog(b.TempDir(), DefaultOutputLogMax)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.close()
+	s := NewScreen(24, 80, DefaultScrollback, nil)
+	s.log = l
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		// As the session's reader does: a chunk, then a flush if large.
+		for p := data; len(p) > 0; {
+			n := min(len(p), 16<<10)
+			s.Write(p[:n])
+			l.flushIfLarge()
+			p = p[n:]
+		}
+	}
+}

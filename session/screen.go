@@ -94,6 +94,7 @@ type Screen struct {
 
 	// Grapheme clusters of several runes, named by cells ≥ clusterBase.
 	clusters  []string
+	clusterW  []uint8 // each cluster's width
 	clusterID map[string]rune
 	clusterGC int    // compact the table when it holds this many
 	scratch   []byte // builds clusters and rows
@@ -666,22 +667,25 @@ func (s *Screen) pushScrollback(l *vline) {
 
 // ---- grapheme clusters ----
 
-// intern returns the cell value that names cluster c, or 0 when the table
-// is full.
-func (s *Screen) intern(c string) rune {
-	if v, ok := s.clusterID[c]; ok {
-		return v
+// intern returns the cell value that names the cluster in b, and its
+// width; 0 when the table is full.
+func (s *Screen) intern(b []byte) (rune, int) {
+	if v, ok := s.clusterID[string(b)]; ok {
+		return v, int(s.clusterW[v-clusterBase])
 	}
 	if len(s.clusters) >= s.clusterGC {
 		s.compactClusters()
 		if len(s.clusters) >= maxClusters {
-			return 0
+			return 0, 0
 		}
 	}
+	c := string(b)
+	w := clusterWidth(c)
 	v := clusterBase + rune(len(s.clusters))
 	s.clusters = append(s.clusters, c)
+	s.clusterW = append(s.clusterW, uint8(w))
 	s.clusterID[c] = v
-	return v
+	return v, w
 }
 
 // compactClusters drops the clusters no cell names any more. The scrollback
@@ -690,6 +694,7 @@ func (s *Screen) intern(c string) rune {
 // the cost per cluster printed stays constant.
 func (s *Screen) compactClusters() {
 	kept := make([]string, 0, len(s.clusters)/2)
+	keptW := make([]uint8, 0, len(s.clusters)/2)
 	id := make(map[string]rune, len(s.clusters)/2)
 	renamed := map[rune]rune{}
 	rename := func(v rune) rune {
@@ -702,6 +707,7 @@ func (s *Screen) compactClusters() {
 		c := s.clusters[v-clusterBase]
 		nv := clusterBase + rune(len(kept))
 		kept = append(kept, c)
+		keptW = append(keptW, s.clusterW[v-clusterBase])
 		id[c] = nv
 		renamed[v] = nv
 		return nv
@@ -716,7 +722,7 @@ func (s *Screen) compactClusters() {
 		}
 	}
 	s.lastPrint = rename(s.lastPrint)
-	s.clusters, s.clusterID = kept, id
+	s.clusters, s.clusterW, s.clusterID = kept, keptW, id
 	s.clusterGC = min(2*len(kept)+1024, maxClusters)
 }
 
@@ -735,6 +741,22 @@ func simpleRune(r rune) bool {
 		return true // CJK punctuation, hiragana, katakana
 	case r >= 0x3400 && r <= 0x4dbf, r >= 0x4e00 && r <= 0x9fff, r >= 0xac00 && r <= 0xd7a3, r >= 0xff01 && r <= 0xff60:
 		return true // ideographs, Hangul syllables, full-width forms
+	}
+	return false
+}
+
+// alwaysExtends reports whether r continues any cluster before it (UAX #29
+// GB9: marks and joiners never begin one; the cells before it never hold
+// the controls that would end one): combining diacritical marks, the
+// zero-width joiner, variation selectors, emoji skin-tone modifiers.
+func alwaysExtends(r rune) bool {
+	switch {
+	case r >= 0x300 && r <= 0x36f, r == 0x200d, r >= 0xfe00 && r <= 0xfe0f:
+		return true
+	case r >= 0x1dc0 && r <= 0x1dff, r >= 0x20d0 && r <= 0x20f0:
+		return true
+	case r >= 0x1f3fb && r <= 0x1f3ff:
+		return true
 	}
 	return false
 }
@@ -774,20 +796,21 @@ func (s *Screen) extend(r rune) bool {
 	b := s.appendCell(s.scratch[:0], v)
 	b = utf8.AppendRune(b, r)
 	s.scratch = b
-	g := graphemes.FromBytes(b)
-	g.Next()
-	if len(g.Value()) != len(b) {
-		return false // r begins a cluster of its own
+	if !alwaysExtends(r) {
+		g := graphemes.FromBytes(b)
+		g.Next()
+		if len(g.Value()) != len(b) {
+			return false // r begins a cluster of its own
+		}
 	}
 	if len(b) > maxClusterBytes {
 		return runeWidth(r) == 0 // a mark past the bound is dropped
 	}
-	c := string(b)
-	nv := s.intern(c)
+	nv, w := s.intern(b)
 	if nv == 0 {
 		return runeWidth(r) == 0
 	}
-	if clusterWidth(c) == 2 && (col+1 >= s.cols || l.cells[col+1] != wideTail) {
+	if w == 2 && (col+1 >= s.cols || l.cells[col+1] != wideTail) {
 		// Emoji presentation widens the cluster, when the cursor is
 		// just after it and the row has room; else it stays narrow.
 		if !s.pendingWrap && s.x == col+1 && col+1 < s.cols {

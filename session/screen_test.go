@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/clipperhouse/uax29/v2/graphemes"
 )
 
 func feed(s *Screen, chunks ...string) {
@@ -406,6 +409,54 @@ func TestMalformedSequencesKeepTheOutput(t *testing.T) {
 		}
 		if s.recovered != 0 {
 			t.Errorf("%q: the parser panicked %d times", seq, s.recovered)
+		}
+	}
+}
+
+// BenchmarkScreenWriteUnicode measures text that is not ASCII: CJK, accents
+// written with combining marks, emoji with joiners and selectors.
+func BenchmarkScreenWriteUnicode(b *testing.B) {
+	var buf strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&buf, "%6d 日本語のテキスト cafe\u0301 नमस्ते 👩\u200d💻 ❤\ufe0f Привет мир %d\r\n", i, i)
+	}
+	data := []byte(buf.String())
+	s := NewScreen(24, 80, DefaultScrollback, nil)
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		s.Write(data)
+	}
+}
+
+// The fast paths agree with the segmentation library: a mark that always
+// extends does, and a simple character after a simple one never does.
+func TestClusterFastPathsAgreeWithUAX29(t *testing.T) {
+	bases := []string{"a", " ", "é", "e\u0301", "日", "한", "\u1100", "क", "क्", "ก", "👩", "👩\u200d", "🇫", "\u0600", "Ж", "ア"}
+	joins := func(base string, r rune) bool {
+		b := append([]byte(base), string(r)...)
+		g := graphemes.FromBytes(b)
+		g.Next()
+		return len(g.Value()) == len(b)
+	}
+	for r := rune(0); r <= 0x1ffff; r++ {
+		if r >= 0xd800 && r <= 0xdfff {
+			continue
+		}
+		if alwaysExtends(r) {
+			for _, base := range bases {
+				if !joins(base, r) {
+					t.Fatalf("U+%04X after %q: a new cluster, but alwaysExtends says it joins", r, base)
+				}
+			}
+		}
+		if simpleRune(r) && r >= 0x20 {
+			for _, base := range bases {
+				last, _ := utf8.DecodeLastRuneInString(base)
+				if (last < 0x600 || simpleRune(last)) && joins(base, r) {
+					t.Fatalf("U+%04X after %q joins, but the fast path starts a new cluster", r, base)
+				}
+			}
 		}
 	}
 }
