@@ -110,6 +110,21 @@ func TestEmulatorConformance(t *testing.T) {
 			}},
 		{name: "CJK line", argv: []string{"sh", "-c", `printf '日本語のテキスト|end\n中文|x\n'`}, wait: 200 * time.Millisecond,
 			check: contains("日本語のテキスト|end\n中文|x")},
+		{name: "combining marks, ZWJ", argv: []string{"sh", "-c", `printf 'cafe\314\201 नमस्ते สวัสดีที่นี่ 👩\342\200\215💻 ❤\357\270\217 🇫🇷|end\n'`}, wait: 200 * time.Millisecond,
+			check: func(scr, hist string) error {
+				want := "cafe\u0301 नमस्ते สวัสดีที่นี่ 👩\u200d💻 ❤\ufe0f 🇫🇷|end"
+				if !strings.Contains(scr, want) || !strings.Contains(hist, want) {
+					return fmt.Errorf("clusters lost or split")
+				}
+				return nil
+			}},
+		{name: "space at the wrap column", argv: []string{"sh", "-c", `printf '%076d to server\n' 0`}, wait: 200 * time.Millisecond,
+			check: func(_, hist string) error {
+				if !strings.Contains(hist, strings.Repeat("0", 76)+" to server") {
+					return fmt.Errorf("the blank in the last column was dropped when the rows joined")
+				}
+				return nil
+			}},
 		{name: "scrollback 10000 lines", argv: []string{"seq", "1", "12000"}, wait: 800 * time.Millisecond,
 			check: func(_, hist string) error {
 				h := strings.Split(hist, "\n")

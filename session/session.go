@@ -65,6 +65,10 @@ type Spec struct {
 	// the session's private directory is added to what it may write, and
 	// is its TMPDIR.
 	Sandbox *sandbox.Spec
+	// OutputLogMax bounds the session's output log, its whole history on
+	// disk (see Session.ReadLog): DefaultOutputLogMax when 0, none when
+	// negative.
+	OutputLogMax int64
 }
 
 // Tap watches a session's traffic (a recording).
@@ -105,6 +109,7 @@ type Result struct {
 	Prompt     string // the prompt the program is showing, if known
 	Screen     bool   // Output is the rendered screen of a full-screen program
 	LostLines  int64  // lines that scrolled past the scrollback before they could be read
+	OutputRows        // where Output sits in the session's history
 	Continued  bool   // the shell is waiting for the rest of an unfinished command
 }
 
@@ -149,6 +154,7 @@ type Session struct {
 	stdin   *os.File // pipe mode
 	out     *os.File // what the reader reads
 	privDir string   // generated rc files, history; removed on close
+	outlog  *outputLog
 
 	integration bool
 
@@ -243,6 +249,10 @@ func start(id string, spec Spec) (*Session, error) {
 	// session leader gets SIGKILL rather than living on.
 	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	s.screen = NewScreen(spec.Rows, spec.Cols, spec.Scrollback, s.reply)
+	if err := s.openOutputLog(); err != nil {
+		s.cleanupFailed(nil)
+		return nil, err
+	}
 	switch spec.Mode {
 	case ModePTY:
 		attr.Setctty = true
@@ -339,6 +349,7 @@ func (s *Session) cleanupFailed(cmd *exec.Cmd) {
 	if s.cgroup != nil {
 		_ = s.cgroup.Remove()
 	}
+	s.closeOutputLog()
 	os.RemoveAll(s.privDir)
 }
 
@@ -378,6 +389,7 @@ func (s *Session) show(b []byte) {
 	s.lastOutput = time.Now()
 	s.notifyLocked()
 	s.mu.Unlock()
+	s.flushOutputLog()
 }
 
 func (s *Session) readLoop() {
@@ -739,9 +751,11 @@ func (s *Session) Read(ctx context.Context, o WaitOpts) (Result, error) {
 	s.mu.Lock()
 	if s.pending == nil {
 		if o.NoWait {
-			text, lost := s.screen.Text(s.readPos, s.screen.CursorPos())
+			from, to := s.readPos, s.screen.CursorPos()
+			text, lost := s.screen.Text(from, to)
 			s.readPos = s.screen.CursorPos()
 			r := Result{Output: strings.TrimRight(text, "\n"), Complete: true, LostLines: lost}
+			r.OutputRows = s.outputRowsLocked(from, to, lost, "", r.Output)
 			if s.exited {
 				code := s.exitCode
 				r.Completion, r.ExitCode = CompletionExited, &code
@@ -1066,12 +1080,14 @@ func (s *Session) renderLocked(st state, fresh bool) Result {
 		return r
 	}
 	text, lost := s.screen.Text(st.from, st.to)
+	whole := text
 	r.LostLines = lost
 	if fresh && s.spec.Mode == ModePTY && st.completion != CompletionCommandFinished {
 		text = stripEcho(text, s.pending.input)
 	} else if st.completion == CompletionCommandFinished {
 		text = strings.TrimPrefix(text, "\n")
 	}
+	skipped := whole[:len(whole)-len(text)]
 	if st.completion != CompletionCommandFinished && st.completion != CompletionPrompt {
 		// Drop a trailing prompt the program is showing.
 		if line := s.screen.LineText(); line != "" {
@@ -1087,6 +1103,7 @@ func (s *Session) renderLocked(st state, fresh bool) Result {
 		}
 	}
 	r.Output = strings.TrimRight(text, "\n")
+	r.OutputRows = s.outputRowsLocked(st.from, st.to, lost, skipped, r.Output)
 	if st.completion == CompletionCommandFinished || st.completion == CompletionPrompt {
 		s.readPos = s.screen.CursorPos()
 	} else {
@@ -1315,6 +1332,7 @@ func (s *Session) close(ctx context.Context, grace time.Duration) error {
 	}
 	s.writeMu.Unlock()
 	<-s.readerDone
+	s.closeOutputLog()
 	return os.RemoveAll(s.privDir)
 }
 

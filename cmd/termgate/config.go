@@ -61,6 +61,10 @@ type Config struct {
 	AuditSyslogBuffer int64  // bytes the on-disk syslog buffer may hold
 	AuditSyslogSpool  string // the on-disk syslog buffer's directory
 	AuditMaxRecord    int    // bytes one audit record may take
+	// How much output a call may get, and how much history is kept for
+	// session_read to page.
+	MaxOutputCeiling int   // the largest max_output a call may ask for
+	OutputLogMax     int64 // bytes of output history each session keeps on disk; 0: none
 }
 
 func defaultConfig() Config {
@@ -90,6 +94,8 @@ func defaultConfig() Config {
 		VerificationAlg:   "RS256",
 		AuditSyslogBuffer: 64 << 20,
 		AuditMaxRecord:    7680,
+		MaxOutputCeiling:  200000,
+		OutputLogMax:      session.DefaultOutputLogMax,
 	}
 }
 
@@ -138,6 +144,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.AuditSyslogBuffer, "audit-syslog-buffer", c.AuditSyslogBuffer, "bytes of records kept on disk while the collector is unreachable; past that, records are dropped and counted")
 	fs.StringVar(&c.AuditSyslogSpool, "audit-syslog-spool", c.AuditSyslogSpool, "the directory of that buffer (default $XDG_STATE_HOME/termgate/syslog-buffer)")
 	fs.IntVar(&c.AuditMaxRecord, "audit-max-record", c.AuditMaxRecord, "bytes one audit record may take; longer fields are cut with their length and sha256")
+	fs.IntVar(&c.MaxOutputCeiling, "max-output-ceiling", c.MaxOutputCeiling, "the largest max_output a call may ask for (--max-output is the default)")
+	fs.Int64Var(&c.OutputLogMax, "output-log-max", c.OutputLogMax, "bytes of output history each session keeps on disk for session_read mode log, the newest kept (0: none, only the scrollback)")
 }
 
 // envName is a flag's environment twin.
@@ -192,6 +200,8 @@ func (c Config) validate() error {
 	check(c.ConfirmMode == "human" || c.ConfirmMode == "agent", "--confirm-mode must be human or agent, not %q", c.ConfirmMode)
 	check(c.Sandbox == "enforce" || c.Sandbox == "best-effort" || c.Sandbox == "off", "--sandbox must be enforce, best-effort or off, not %q", c.Sandbox)
 	check(c.AuditMaxSize >= 0, "--audit-max-size must not be negative")
+	check(c.MaxOutputCeiling >= c.MaxOutput && c.MaxOutputCeiling <= 16<<20, "--max-output-ceiling must be at least --max-output (%d) and at most 16777216, not %d", c.MaxOutput, c.MaxOutputCeiling)
+	check(c.OutputLogMax == 0 || c.OutputLogMax >= session.MinOutputLogMax && c.OutputLogMax <= 1<<40, "--output-log-max must be 0 (none) or %d bytes to 1 TiB, not %d", session.MinOutputLogMax, c.OutputLogMax)
 	errs = append(errs, c.fleetErrors()...)
 	return errors.Join(errs...)
 }

@@ -186,7 +186,7 @@ func (g *gateway) baseTools() []toolDef {
 		}, guard(g, g.sessionKeys)),
 		newTool(&mcp.Tool{
 			Name:        "session_read",
-			Description: "Read a session without sending anything: mode new (output since the last read; with timeout_ms, wait for the running command), screen (the visible screen and cursor, for vim, top, less), or scrollback (the last lines of history).",
+			Description: "Read a session without sending anything: mode new (output since the last read, at once; with timeout_ms, wait for the running command), screen (the visible screen and cursor, for vim, top, less), scrollback (the last lines of history), or log (the session's whole history as a human reads it, paged: offset is the first line (terminal row, 0 the first ever, negative from the end), lines how many; the result gives next_offset and total_lines). A result whose output was cut gives in rest the exact log call that returns what was cut.",
 			Annotations: annotations("Read a session", true, false, true, false),
 		}, guard(g, g.sessionRead)),
 		newTool(&mcp.Tool{
@@ -234,7 +234,8 @@ type ioOut struct {
 	Screen     bool      `json:"screen,omitempty" jsonschema:"output is the rendered screen of a full-screen program"`
 	Continued  bool      `json:"continued,omitempty" jsonschema:"the shell waits for the rest of an unfinished command"`
 	EchoOff    bool      `json:"echo_off,omitempty" jsonschema:"the terminal is reading with echo off (a password prompt)"`
-	LostLines  int64     `json:"lost_lines,omitempty" jsonschema:"lines that scrolled past the scrollback before they could be read"`
+	LostLines  int64     `json:"lost_lines,omitempty" jsonschema:"lines that scrolled past the scrollback before they could be read (the output log may still hold them: see rest)"`
+	Rest       *readCall `json:"rest,omitempty" jsonschema:"when output was cut: the session_read call (mode log) that returns what was cut"`
 	Decision   *Decision `json:"decision,omitempty" jsonschema:"the gate's decision on this input"`
 }
 
@@ -245,10 +246,11 @@ func (o ioOut) text() string {
 		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "[session %s · %s", o.SessionID, o.Program)
-	if o.Complete {
-		fmt.Fprintf(&b, " · complete (%s)", o.Completion)
-	} else {
+	switch {
+	case !o.Complete:
 		b.WriteString(" · still running: session_read with timeout_ms waits for more")
+	case o.Completion != "":
+		fmt.Fprintf(&b, " · complete (%s)", o.Completion)
 	}
 	if o.ExitCode != nil {
 		fmt.Fprintf(&b, " · exit %d", *o.ExitCode)
@@ -261,6 +263,9 @@ func (o ioOut) text() string {
 	}
 	if !o.Alive {
 		b.WriteString(" · exited")
+	}
+	if o.Rest != nil {
+		fmt.Fprintf(&b, " · output cut: %s returns the rest", o.Rest)
 	}
 	b.WriteString("]")
 	return b.String()
@@ -313,14 +318,17 @@ func compileWaitFor(expr string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
+// maxOutput checks a call's max_output: 0 is --max-output, and a call may
+// ask for any cap from 1 to --max-output-ceiling. A result never holds more
+// characters than its cap, the line that says what was cut included.
 func (g *gateway) maxOutput(n int) (int, error) {
 	switch {
 	case n < 0:
 		return 0, errors.New("max_output must not be negative")
-	case n == 0 || n > g.cfg.MaxOutput:
+	case n == 0:
 		return g.cfg.MaxOutput, nil
-	case n < 200:
-		return 200, nil
+	case n > g.cfg.MaxOutputCeiling:
+		return 0, fmt.Errorf("max_output %d is over the ceiling of %d (--max-output-ceiling)", n, g.cfg.MaxOutputCeiling)
 	}
 	return n, nil
 }
@@ -340,59 +348,6 @@ func clientOf(req *mcp.CallToolRequest) Client {
 		return Client{Name: ci.Name, Version: ci.Version}
 	}
 	return Client{}
-}
-
-// capOutput keeps the head and tail of text within max characters and says
-// in the middle what was cut and how to read it.
-func capOutput(text string, max int, sessionID string) (string, bool) {
-	if utf8.RuneCountInString(text) <= max {
-		return text, false
-	}
-	headN := max / 3
-	tailN := max - headN - 200
-	head := cutRunes(text, headN, false)
-	if i := strings.LastIndexByte(head, '\n'); i > len(head)/2 {
-		head = head[:i+1]
-	}
-	tail := cutRunes(text, tailN, true)
-	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/2 {
-		tail = tail[i+1:]
-	}
-	cut := text[len(head) : len(text)-len(tail)]
-	hint := "session_read with mode \"scrollback\" and lines shows the history"
-	if sessionID != "" {
-		hint = fmt.Sprintf(`session_read {"session_id":%q,"mode":"scrollback","lines":N} shows the history`, sessionID)
-	}
-	marker := fmt.Sprintf("[... %d lines (%d characters) cut here; %s ...]\n",
-		strings.Count(cut, "\n"), utf8.RuneCountInString(cut), hint)
-	if !strings.HasSuffix(head, "\n") {
-		head += "\n"
-	}
-	return head + marker + tail, true
-}
-
-// cutRunes returns the first (or last) n runes of s.
-func cutRunes(s string, n int, last bool) string {
-	if !last {
-		i := 0
-		for pos := range s {
-			if i == n {
-				return s[:pos]
-			}
-			i++
-		}
-		return s
-	}
-	i := 0
-	for pos := len(s); pos > 0; {
-		_, size := utf8.DecodeLastRuneInString(s[:pos])
-		pos -= size
-		i++
-		if i == n {
-			return s[pos:]
-		}
-	}
-	return s
 }
 
 // ---- session_start ----
@@ -499,6 +454,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	env := mergeEnv(l.env, append([]string{"TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec}
+	spec.OutputLogMax = g.outputLogMax()
 	var tap *recordingTap
 	var tapErr error
 	if g.cfg.RecordDir != "" {
@@ -546,7 +502,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		return nil, out, err
 	}
 	st := s.Status()
-	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, s.ID())
+	text, truncated, _ := g.capResult(s, r, g.stages.redact(r.Output), maxOut)
 	out = startOut{
 		SessionID: s.ID(), Name: in.Name, Pid: st.Pid, Argv: g.redactAll(argv), Mode: string(mode),
 		Program: st.Program, Integration: st.Integration,
@@ -811,15 +767,12 @@ func sendError(s *session.Session, err error) error {
 // ioResult redacts, caps and records a session result.
 func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Result, maxOut int, gin GateInput, d *Decision) (*mcp.CallToolResult, ioOut, error) {
 	st := s.Status()
-	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, s.ID())
-	if r.LostLines > 0 {
-		text = fmt.Sprintf("[... %d earlier lines scrolled past the %d-line scrollback and are gone ...]\n", r.LostLines, g.cfg.Scrollback) + text
-	}
+	text, truncated, rest := g.capResult(s, r, g.stages.redact(r.Output), maxOut)
 	out := ioOut{
 		SessionID: s.ID(), Output: text, Complete: r.Complete, Completion: string(r.Completion),
 		ExitCode: r.ExitCode, Prompt: g.stages.redact(r.Prompt), Alive: st.Alive, Program: st.Program,
 		Busy: st.Busy, Truncated: truncated, Screen: r.Screen, Continued: r.Continued,
-		EchoOff: st.EchoOff, LostLines: r.LostLines, Decision: d,
+		EchoOff: st.EchoOff, LostLines: r.LostLines, Rest: rest, Decision: d,
 	}
 	if d != nil {
 		summary := fmt.Sprintf("%s: %d characters of output", out.Completion, len(text))
@@ -897,20 +850,42 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 
 type readIn struct {
 	SessionID string `json:"session_id" jsonschema:"session id or name"`
-	Mode      string `json:"mode,omitempty" jsonschema:"new (default), screen or scrollback"`
-	Lines     int    `json:"lines,omitempty" jsonschema:"scrollback: how many lines; default 200"`
-	TimeoutMs int    `json:"timeout_ms,omitempty" jsonschema:"new: wait up to this long for the running command to complete (or wait_for); 0 returns at once"`
+	Mode      string `json:"mode,omitempty" jsonschema:"new (default): output since the last read; screen: the visible screen; scrollback: the last lines of history; log: the session's whole history, paged by offset"`
+	Lines     int    `json:"lines,omitempty" jsonschema:"scrollback: how many lines, default 200; log: how many lines (terminal rows) at most, default as many as fit in max_output"`
+	Offset    int64  `json:"offset,omitempty" jsonschema:"log: the first line (terminal row) to read, 0 being the session's first; negative counts back from the end (-100: the last hundred); a cut result's rest gives it"`
+	TimeoutMs int    `json:"timeout_ms,omitempty" jsonschema:"new: wait up to this long for the running command to complete (or wait_for); 0 (the default) returns at once"`
 	WaitFor   string `json:"wait_for,omitempty" jsonschema:"new: complete when this regular expression matches"`
-	MaxOutput int    `json:"max_output,omitempty" jsonschema:"cap on returned characters"`
+	MaxOutput int    `json:"max_output,omitempty" jsonschema:"cap on returned characters, what was cut said included; default --max-output, at most --max-output-ceiling"`
 }
 
 type readOut struct {
 	ioOut
-	CursorRow int  `json:"cursor_row,omitempty" jsonschema:"screen: the cursor's row, from 0"`
-	CursorCol int  `json:"cursor_col,omitempty" jsonschema:"screen: the cursor's column, from 0"`
-	AltScreen bool `json:"alt_screen,omitempty" jsonschema:"screen: a full-screen program is showing its own screen"`
-	Rows      int  `json:"rows,omitempty" jsonschema:"screen: terminal rows"`
-	Cols      int  `json:"cols,omitempty" jsonschema:"screen: terminal columns"`
+	CursorRow int      `json:"cursor_row,omitempty" jsonschema:"screen: the cursor's row, from 0"`
+	CursorCol int      `json:"cursor_col,omitempty" jsonschema:"screen: the cursor's column, from 0"`
+	AltScreen bool     `json:"alt_screen,omitempty" jsonschema:"screen: a full-screen program is showing its own screen"`
+	Rows      int      `json:"rows,omitempty" jsonschema:"screen: terminal rows"`
+	Cols      int      `json:"cols,omitempty" jsonschema:"screen: terminal columns"`
+	Log       *logInfo `json:"log,omitempty" jsonschema:"log: where this page sits in the session's history"`
+}
+
+// text renders a read: a page of the log says where it is and how to go on.
+func (o readOut) text() string {
+	if o.Log == nil {
+		return o.ioOut.text()
+	}
+	io := o.ioOut
+	io.Rest = nil
+	t := strings.TrimSuffix(io.text(), "]")
+	l := o.Log
+	if l.NextOffset > l.Offset {
+		t += fmt.Sprintf(" · lines %d to %d of %d", l.Offset, l.NextOffset-1, l.TotalLines)
+	} else {
+		t += fmt.Sprintf(" · no lines from %d of %d", l.Offset, l.TotalLines)
+	}
+	if o.Rest != nil {
+		return t + "; next: " + o.Rest.String() + "]"
+	}
+	return t + "; the end of the history so far]"
 }
 
 func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in readIn) (*mcp.CallToolResult, readOut, error) {
@@ -924,6 +899,9 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	if in.Mode != "log" && in.Offset != 0 {
+		return nil, out, errors.New("offset applies to mode log only")
+	}
 	switch in.Mode {
 	case "", "new":
 		o, err := g.waitOpts(in.TimeoutMs, 0, in.WaitFor)
@@ -931,7 +909,7 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 			return nil, out, err
 		}
 		if in.TimeoutMs == 0 && in.WaitFor == "" {
-			o.Timeout = 0
+			o.NoWait = true // no timeout_ms: what is there now, at once
 		}
 		r, err := s.Read(ctx, o)
 		if err != nil {
@@ -945,9 +923,10 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 			return nil, out, fmt.Errorf("timeout_ms and wait_for apply to mode new only")
 		}
 		st := s.Status()
-		var text string
+		r := session.Result{}
 		if in.Mode == "screen" {
-			text, out.CursorRow, out.CursorCol = s.Screen()
+			r.Output, out.CursorRow, out.CursorCol = s.Screen()
+			r.Screen = true
 			out.AltScreen, out.Rows, out.Cols = st.AltScreen, st.Rows, st.Cols
 		} else {
 			n := in.Lines
@@ -955,18 +934,27 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 				n = 200
 			}
 			if n > g.cfg.Scrollback+maxRows {
-				return nil, out, fmt.Errorf("lines must be at most %d", g.cfg.Scrollback+maxRows)
+				return nil, out, fmt.Errorf("lines must be at most %d; mode log pages the whole history", g.cfg.Scrollback+maxRows)
 			}
-			text = s.Scrollback(n)
+			r.Output, r.OutputRows = s.ScrollbackRows(n)
 		}
-		text, truncated := capOutput(g.stages.redact(text), maxOut, "")
+		text, truncated, rest := g.capResult(s, r, g.stages.redact(r.Output), maxOut)
 		out.ioOut = ioOut{
 			SessionID: s.ID(), Output: text, Complete: true, Alive: st.Alive, Program: st.Program,
 			Busy: st.Busy, Truncated: truncated, Screen: in.Mode == "screen", ExitCode: st.ExitCode, EchoOff: st.EchoOff,
+			Rest: rest,
+		}
+		return textResult(out.text()), out, nil
+	case "log":
+		if in.TimeoutMs != 0 || in.WaitFor != "" {
+			return nil, out, fmt.Errorf("timeout_ms and wait_for apply to mode new only")
+		}
+		if out, err = g.sessionLog(s, in, maxOut); err != nil {
+			return nil, out, err
 		}
 		return textResult(out.text()), out, nil
 	default:
-		return nil, out, fmt.Errorf("mode must be new, screen or scrollback, not %q", in.Mode)
+		return nil, out, fmt.Errorf("mode must be new, screen, scrollback or log, not %q", in.Mode)
 	}
 }
 
@@ -1193,11 +1181,17 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	}
 	env := mergeEnv(l.env, append([]string{"TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	sb := l.spec
-	r, err := session.Exec(ctx, argv, dir.Path, env, limit, 4*g.cfg.MaxOutput, g.redactor, sb)
+	r, err := session.Exec(ctx, argv, dir.Path, env, limit, 4*maxOut, g.redactor, sb)
 	if err != nil {
 		return nil, out, fmt.Errorf("exec: %w", err)
 	}
-	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, "")
+	text, truncated, _ := capOutput(g.stages.redact(r.Output), maxOut, func(int, int) (string, *readCall) {
+		hint := "exec keeps no history: run the command in a session (session_start, session_send) to page all of its output with session_read mode log"
+		if r.Truncated {
+			hint = "more than that: exec kept only the first and last " + fmt.Sprint(2*maxOut) + " bytes; " + hint
+		}
+		return hint, nil
+	})
 	out = execOut{
 		Output: text, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Truncated: truncated || r.Truncated,
 		Duration: r.Duration.Milliseconds(), Sandbox: sandboxStatusOf(sb, r.Sandbox), Decision: &d,
