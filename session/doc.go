@@ -99,7 +99,7 @@
 // program in the terminal's foreground (tcgetpgrp, its argv[0]), not by the
 // screen, which any program can paint to look like anything: a shell that
 // switched to the alternate screen is still judged. A line editor whose
-// line cannot be read because it did not settle within two seconds (or by
+// line cannot be read because it did not settle within five seconds (or by
 // the call's deadline) is refused, and its typed line cleared with ctrl+e
 // ctrl+u, which every line editor termgate judges understands.
 //

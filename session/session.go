@@ -723,7 +723,7 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 		}
 		shown, shownOK := "", false
 		if !fast {
-			if !s.settle(ctx, typedAt, len(body) > 0, deadline) {
+			if !s.settle(ctx, typedAt, len(body) > 0, judgeSettle, deadline) {
 				// A line editor whose line could not be read: nothing may
 				// run unjudged. Clear what was typed (end of line, then
 				// kill to its start: every line editor termgate judges
@@ -764,7 +764,7 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 			// is still in cooked mode, and the kernel echoes it a second
 			// time. A program still busy after two seconds gets it as
 			// type-ahead, as before.
-			ok := s.settle(ctx, time.Now(), false, deadline)
+			ok := s.settle(ctx, time.Now(), false, typeAheadAfter, deadline)
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -790,7 +790,7 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 func (s *Session) clearLine(ctx context.Context, deadline time.Time) {
 	at := time.Now()
 	if s.write(context.Background(), []byte{0x05, 0x15}, at.Add(time.Second), true) == nil {
-		s.settle(context.WithoutCancel(ctx), at, true, at.Add(time.Second))
+		s.settle(context.WithoutCancel(ctx), at, true, time.Second, deadline)
 	}
 }
 
@@ -825,14 +825,23 @@ func containsLine(list []string, s string) bool {
 	return false
 }
 
+// How long typing waits for the terminal to settle: before judging the line
+// at Enter (a line that cannot be read is refused, so a busy host gets
+// time), and before typing the next line of a send (a program still busy
+// then gets it as type-ahead).
+const (
+	judgeSettle    = 5 * time.Second
+	typeAheadAfter = 2 * time.Second
+)
+
 // settle waits until the program has taken in typed keys and shown their
 // effect: every byte read from the terminal's input queue, its foreground
-// process blocked again, and output quiet for a few milliseconds. It
-// reports false when that could not be confirmed within two seconds (or by
-// the deadline): the line on the screen may then be stale, and must not be
-// judged as final.
-func (s *Session) settle(ctx context.Context, start time.Time, typed bool, deadline time.Time) bool {
-	limit := start.Add(2 * time.Second)
+// process blocked again, all it printed on the screen, and output quiet for
+// a few milliseconds. It reports false when that could not be confirmed
+// within max (or by the deadline): the line on the screen may then be
+// stale, and must not be judged as final.
+func (s *Session) settle(ctx context.Context, start time.Time, typed bool, max time.Duration, deadline time.Time) bool {
+	limit := start.Add(max)
 	if !deadline.IsZero() && deadline.Before(limit) {
 		limit = deadline
 	}
@@ -959,7 +968,9 @@ func (s *Session) Read(ctx context.Context, o WaitOpts) (Result, error) {
 		return s.frozenReadLocked(), nil
 	}
 	if s.pending == nil {
-		if o.NoWait {
+		if o.NoWait || len(s.backlog) > 0 && o.WaitFor == nil {
+			// Earlier output an input left for this read is returned at
+			// once, with whatever else is new.
 			defer s.mu.Unlock()
 			return s.readNowLocked(), nil
 		}
