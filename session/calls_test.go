@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -605,5 +606,37 @@ func TestGoroutinePanicIsContained(t *testing.T) {
 	wantResult(t, send(t, other, "echo still-fine"), "still-fine", CompletionCommandFinished)
 	if err := m.Close(context.Background(), s.ID()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestManagerForgetsDroppedSessions: the caller hears of each session the
+// manager drops, so that what it keeps per session can go too.
+func TestManagerForgetsDroppedSessions(t *testing.T) {
+	m := testManager(t, Limits{MaxExited: 1, CloseGrace: 50 * time.Millisecond})
+	var mu sync.Mutex
+	var forgotten []string
+	m.OnForget(func(id string) {
+		mu.Lock()
+		defer mu.Unlock()
+		forgotten = append(forgotten, id)
+	})
+	var ids []string
+	for range 3 {
+		s, err := m.Start(Spec{Argv: []string{"cat"}, Env: testEnv(t), Rows: 24, Cols: 80, Mode: ModePTY})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID())
+		if err := m.Close(context.Background(), s.ID()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(forgotten, ",") != ids[0]+","+ids[1] {
+		t.Fatalf("forgotten %v of %v", forgotten, ids)
+	}
+	if _, err := m.Get(ids[0]); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a dropped session is still found: %v", err)
 	}
 }

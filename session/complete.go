@@ -238,14 +238,18 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 				return s.endByMarks(st, run), 0
 			}
 			return st, settleTaken
-		case need == 0 && run.events == 0 && shell && s.atShellPrompt() && p.keys:
-			// Keys that leave the shell at its prompt (esc, arrows, tab).
+		case need == 0 && run.events == 0 && shell && s.atShellPrompt() && !p.idle:
+			// Keys, or text without Enter, that leave the shell at its
+			// prompt (esc, arrows, tab, a line typed but not run).
 			if quietFor < settleAtInput {
 				return st, settleAtInput - quietFor
 			}
 			if s.readingInputLocked() {
 				st.done, st.completion = true, CompletionPrompt
 				st.prompt = s.screen.LineText()
+				if m := s.screen.Marks(max(s.screen.MarkSeq()-1, 0)); len(m) > 0 && m[0].Pos.Line == cursor.Line {
+					st.prompt, _ = s.screen.Text(Pos{Line: cursor.Line}, m[0].Pos) // up to the input mark
+				}
 				return st, 0
 			}
 			return st, settleAtInput
@@ -688,9 +692,6 @@ func (s *Session) stripEchoRows(p *pending, from, to Pos, split bool) own {
 		}
 		t := strings.TrimRight(l.text, " ")
 		for k := range input {
-			if k < len(p.rowOf) && p.rowOf[k] >= 0 && k > 0 {
-				continue // its row is known
-			}
 			if echoAt(t, k) || p.ahead && input[k] != "" && t == strings.TrimSpace(input[k]) {
 				drop[i] = true
 				break

@@ -56,6 +56,8 @@ type Manager struct {
 	onIdle func(*Session)
 	// onPanic is told about panics recovered in session goroutines.
 	onPanic PanicFunc
+	// onForget is told the id of each session the manager drops.
+	onForget func(id string)
 }
 
 // NewManager returns a manager with the given limits (zero fields take the
@@ -161,9 +163,13 @@ func (m *Manager) dropOldExited() {
 			m.removeLocked(s.id)
 		}
 	}
+	forget := m.onForget
 	m.mu.Unlock()
 	for _, s := range drop {
 		_ = s.Close(context.Background(), m.limits.CloseGrace)
+		if forget != nil {
+			forget(s.id)
+		}
 	}
 }
 
@@ -331,4 +337,14 @@ func (m *Manager) OnPanic(f PanicFunc) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.onPanic = f
+}
+
+// OnForget sets a function told the id of each session the manager drops
+// (an exited or closed session pushed out by MaxExited newer ones), so that
+// what the caller keeps per session (a recording's tap, an unfinished
+// line) can go with it. Nil: none.
+func (m *Manager) OnForget(f func(id string)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onForget = f
 }

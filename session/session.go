@@ -393,12 +393,18 @@ func (s *Session) Pid() int { return s.cmd.Process.Pid }
 // redactor's goroutine: a panic here is recovered as the reader's would be.
 func (s *Session) show(b []byte) {
 	defer s.recoverIn("output")
-	if s.tap != nil {
-		s.tap.Output(b)
+	s.mu.Lock()
+	tap, broken := s.tap, s.broken != nil
+	s.mu.Unlock()
+	if broken {
+		return
+	}
+	if tap != nil {
+		tap.Output(b)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.frozen != nil {
+	if s.frozen != nil || s.broken != nil {
 		return
 	}
 	s.screen.Write(b)
@@ -769,10 +775,13 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 				return err
 			}
 			s.mu.Lock()
-			if ok {
+			// The row the next line is typed on is its prompt's when the
+			// program is reading at an empty prompt; otherwise it is not
+			// known, and the echo is found by its text.
+			if line, known := s.pendingLineLocked(); ok && known && line == "" {
 				p.rowOf = append(p.rowOf, s.screen.CursorPos().Line)
 			} else {
-				p.rowOf, p.ahead = append(p.rowOf, -1), true
+				p.rowOf, p.ahead = append(p.rowOf, -1), p.ahead || !ok
 			}
 			s.mu.Unlock()
 		}

@@ -99,9 +99,11 @@ func (s *Session) write(ctx context.Context, b []byte, deadline time.Time, tap b
 		s.mu.Unlock()
 		return ErrExited
 	}
+	var tapper Tap
 	if tap {
 		s.lastInput = time.Now()
 		s.bytesIn += int64(len(b))
+		tapper = s.tap
 	}
 	s.mu.Unlock()
 	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
@@ -133,10 +135,10 @@ func (s *Session) write(ctx context.Context, b []byte, deadline time.Time, tap b
 	}
 	stop := context.AfterFunc(ctx, func() { _ = w.SetWriteDeadline(past) })
 	defer stop()
-	echoOff := tap && s.tap != nil && s.terminalEchoOff()
+	echoOff := tapper != nil && s.terminalEchoOff()
 	n, err := w.Write(b)
-	if tap && s.tap != nil && n > 0 {
-		s.tap.Input(b[:n], echoOff)
+	if tapper != nil && n > 0 {
+		tapper.Input(b[:n], echoOff)
 	}
 	if err == nil {
 		return nil
