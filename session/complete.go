@@ -167,6 +167,10 @@ const (
 	settleNoB     = 30 * time.Millisecond // a command end whose prompt lost its input mark
 	settleTaken   = 50 * time.Millisecond // fewer prompts than lines: the running command took some
 	settleAtInput = 50 * time.Millisecond // keys without Enter at a line editor's prompt
+	// readRecheck is how soon a prompt shown by a program that has not
+	// gone back to reading yet is looked at again (its going to sleep
+	// makes no output to wake the wait).
+	readRecheck = 500 * time.Microsecond
 )
 
 // evaluate decides, with s.mu held, whether the pending input is complete,
@@ -196,8 +200,15 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 		return s.evaluateStartup(o, st, now)
 	}
 
-	program := s.programLocked()
-	shell := isShell(program)
+	// The foreground program costs system calls to learn: only when a
+	// rule needs it.
+	program, looked := "", false
+	fg := func() string {
+		if !looked {
+			program, looked = s.programLocked(), true
+		}
+		return program
+	}
 	last := p.at
 	if p.typedAt.After(last) {
 		last = p.typedAt
@@ -223,7 +234,7 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 			if quietFor < settleNoB {
 				return st, settleNoB - quietFor
 			}
-			if shell && s.readingInputLocked() {
+			if isShell(fg()) && s.readingInputLocked() {
 				return s.endByMarks(st, run), 0
 			}
 			return st, settleNoB
@@ -234,11 +245,11 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 			if quietFor < settleTaken {
 				return st, settleTaken - quietFor
 			}
-			if shell && s.readingInputLocked() {
+			if isShell(fg()) && s.readingInputLocked() {
 				return s.endByMarks(st, run), 0
 			}
 			return st, settleTaken
-		case need == 0 && run.events == 0 && shell && s.atShellPrompt() && !p.idle:
+		case need == 0 && run.events == 0 && !p.idle && s.atShellPrompt() && isShell(fg()):
 			// Keys, or text without Enter, that leave the shell at its
 			// prompt (esc, arrows, tab, a line typed but not run).
 			if quietFor < settleAtInput {
@@ -261,6 +272,8 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 	// of its own, with the program blocked reading and every typed byte
 	// taken in (a prompt drawn while typed-ahead lines wait is not the
 	// end).
+	program = fg()
+	shell := isShell(program)
 	gotOutput := s.bytesOut > 0 && s.lastOutput.After(p.at)
 	if gotOutput && !s.screen.AltScreen() && (p.enters > 0 || p.keys) && cursor.Line > p.lastAt.Line {
 		line := s.screen.LineText()
@@ -276,7 +289,7 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 				st.prompt = line
 				return st, 0
 			}
-			return st, 2 * time.Millisecond // look again once it has gone to read
+			return st, readRecheck // look again once it has gone to read
 		}
 	}
 
@@ -295,8 +308,7 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 	// ssh) or a full-screen program (vim, top, less).
 	line := strings.TrimSpace(s.screen.LineText())
 	waiting := line != "" && (cursor.Line > p.start.Line || cursor.Col > p.start.Col)
-	known := familyOf(program) != nil
-	reportsEnd := s.integration || s.learned != "" || known && s.spec.Mode == ModePTY
+	reportsEnd := s.integration || s.learned != "" || familyOf(program) != nil && s.spec.Mode == ModePTY
 	if reportsEnd && !waiting && !s.screen.AltScreen() {
 		return st, 0
 	}
@@ -379,7 +391,7 @@ func (s *Session) evaluateStartup(o WaitOpts, st state, now time.Time) (state, t
 				st.prompt = line
 				return st, 0
 			}
-			return st, 2 * time.Millisecond
+			return st, readRecheck
 		}
 	}
 	if s.exited {

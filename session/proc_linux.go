@@ -105,8 +105,11 @@ func foreground(fd uintptr) (int, string) {
 	if err != nil || pgid <= 0 {
 		return 0, ""
 	}
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pgid) + "/cmdline"); err == nil && len(b) > 0 {
+		return pgid, nameOf(b) // a zombie's command line is empty
+	}
 	if live(pgid) {
-		return pgid, procName(pgid)
+		return pgid, procName(pgid) // a kernel thread's is too
 	}
 	members := groupMembers(pgid)
 	if len(members) == 0 {
@@ -147,9 +150,8 @@ func groupMembers(pgid int) []int {
 // pyenv shims better than comm, falling back to comm.
 func procName(pid int) string {
 	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && len(b) > 0 {
-		arg0, _, _ := bytes.Cut(b, []byte{0})
-		if name := filepath.Base(string(arg0)); name != "" && name != "." {
-			return strings.TrimPrefix(name, "-") // login shells are "-bash"
+		if name := nameOf(b); name != "" {
+			return name
 		}
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
@@ -157,6 +159,16 @@ func procName(pid int) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// nameOf returns the program name in a /proc/PID/cmdline: the base of
+// argv[0], "" when there is none.
+func nameOf(cmdline []byte) string {
+	arg0, _, _ := bytes.Cut(cmdline, []byte{0})
+	if name := filepath.Base(string(arg0)); name != "" && name != "." {
+		return strings.TrimPrefix(name, "-") // login shells are "-bash"
+	}
+	return ""
 }
 
 // echoOff reports whether the terminal is reading a line with echo off: a

@@ -409,6 +409,7 @@ func (s *Session) show(b []byte) {
 	}
 	s.screen.Write(b)
 	s.lastOutput = time.Now()
+	s.unshown = false // what the reader read is on the screen (or held by the redactor)
 	s.notifyLocked()
 }
 
@@ -582,8 +583,8 @@ func (s *Session) newPendingLocked(op string) *pending {
 // busyREPLLocked reports whether the foreground program is one whose
 // prompt termgate knows (or learned) and the cursor is not at it.
 func (s *Session) busyREPLLocked() bool {
-	if s.spec.Mode != ModePTY {
-		return false
+	if s.spec.Mode != ModePTY || s.atShellPrompt() {
+		return false // the session's shell reads at its prompt: no REPL is in front
 	}
 	program := s.programLocked()
 	fam := familyOf(program)
@@ -696,13 +697,8 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 		s.mu.Unlock()
 		return err
 	}
-	ready := s.readingInput()
 	s.mu.Lock()
-	if ready {
-		p.rowOf = append(p.rowOf, p.start.Line)
-	} else {
-		p.rowOf, p.ahead = append(p.rowOf, -1), true
-	}
+	p.rowOf = append(p.rowOf, p.start.Line)
 	s.mu.Unlock()
 	for len(b) > 0 {
 		i := bytes.IndexAny(b, acceptKeys)
@@ -716,8 +712,9 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 		body, key := b[:i], b[i]
 		b = b[i+1:]
 		s.mu.Lock()
-		editor := s.lineEditorLocked()
-		before, known := s.pendingLineLocked()
+		program := s.programLocked()
+		editor := lineEditor(program)
+		before, known := s.pendingLineLocked(program)
 		s.mu.Unlock()
 		judge := o.Judge != nil && editor
 		fast := !judge || isPlain(body) && (known && before == "" || !known) && containsLine(o.Approved, string(body))
@@ -741,7 +738,7 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 				return fmt.Errorf("%w: the terminal did not settle, so the line at Enter could not be read; the typed line was cleared and nothing ran", ErrLineRefused)
 			}
 			s.mu.Lock()
-			shown, shownOK = s.pendingLineLocked()
+			shown, shownOK = s.pendingLineLocked(s.programLocked())
 			s.mu.Unlock()
 			if shownOK && strings.TrimSpace(shown) != "" {
 				if err := o.Judge(shown); err != nil {
@@ -778,7 +775,7 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 			// The row the next line is typed on is its prompt's when the
 			// program is reading at an empty prompt; otherwise it is not
 			// known, and the echo is found by its text.
-			if line, known := s.pendingLineLocked(); ok && known && line == "" {
+			if line, known := s.pendingLineLocked(s.programLocked()); ok && known && line == "" {
 				p.rowOf = append(p.rowOf, s.screen.CursorPos().Line)
 			} else {
 				p.rowOf, p.ahead = append(p.rowOf, -1), p.ahead || !ok
@@ -803,12 +800,11 @@ func (s *Session) clearLine(ctx context.Context, deadline time.Time) {
 	}
 }
 
-// lineEditorLocked reports whether the foreground program edits a line
-// that Enter runs: a shell, or a REPL whose prompt termgate knows. It is
-// decided by the program in the terminal's foreground, not by the screen,
-// which a program can paint to look like anything.
-func (s *Session) lineEditorLocked() bool {
-	program := s.programLocked()
+// lineEditor reports whether the foreground program edits a line that
+// Enter runs: a shell, or a REPL whose prompt termgate knows. It is decided
+// by the program in the terminal's foreground, not by the screen, which a
+// program can paint to look like anything.
+func lineEditor(program string) bool {
 	return isShell(program) || familyOf(program) != nil
 }
 
@@ -919,11 +915,10 @@ func (s *Session) readingInputLocked() bool {
 // its shell-integration input mark), or after a known REPL prompt. It reads
 // the screen the program is drawing on, the alternate one too: a shell
 // that switched to it is still a shell.
-func (s *Session) pendingLineLocked() (string, bool) {
+func (s *Session) pendingLineLocked(program string) (string, bool) {
 	if s.exited || s.closed {
 		return "", false
 	}
-	program := s.programLocked()
 	cur := s.screen.CursorPos()
 	end := Pos{Line: cur.Line, Col: 1 << 30}
 	if s.integration && isShell(program) {
