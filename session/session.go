@@ -727,6 +727,9 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 		shown, shownOK := "", false
 		if !fast {
 			if !s.settle(ctx, typedAt, len(body) > 0, judgeSettle, deadline) {
+				if s.isClosing() {
+					return ErrClosed
+				}
 				// A line editor whose line could not be read: nothing may
 				// run unjudged. Clear what was typed (end of line, then
 				// kill to its start: every line editor termgate judges
@@ -787,6 +790,16 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 	p.typedAt = time.Now()
 	s.mu.Unlock()
 	return nil
+}
+
+// isClosing reports whether Close has begun.
+func (s *Session) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
 }
 
 // clearLine types ctrl+e ctrl+u: the end of the line, then kill to its
@@ -879,6 +892,8 @@ func (s *Session) settle(ctx context.Context, start time.Time, typed bool, max t
 		case <-ch:
 		case <-tick.C:
 		case <-ctx.Done():
+			return false
+		case <-s.closing:
 			return false
 		}
 	}
