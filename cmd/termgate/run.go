@@ -181,7 +181,7 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 
 	logger.Info("termgate serving on stdio", "version", version(), "stages", gw.stages.describe())
 	tr := &lineTransport{in: stdin, out: stdout, maxLine: maxMessage(cfg.MaxInput), maxInput: cfg.MaxInput, log: logger}
-	err = srv.Run(ctx, protocolTransport{Transport: tr, log: logger})
+	err = srv.Run(ctx, protocolTransport{Transport: tr, log: logger, dropped: gw.droppedResult})
 	switch {
 	case err == nil, errors.Is(err, io.EOF):
 		logger.Info("client disconnected; closing sessions")
@@ -297,6 +297,21 @@ func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
 	g := &gateway{cfg: cfg, log: logger, stages: stages, env: os.Environ(), unfinished: map[string]string{}}
 	g.mgr = session.NewManager(cfg.limits(), func(s *session.Session) {
 		logger.Info("closed idle session", "session", s.ID(), "idle_timeout", cfg.IdleTimeout)
+	})
+	g.mgr.OnPanic(func(id, where string, v any, stack []byte) {
+		logger.Error("a session goroutine panicked; the session was ended", "session", id, "where", where, "panic", fmt.Sprint(v), "stack", string(stack))
+		ev := AuditEvent{Kind: "tool_error", Err: "internal error in the session's " + where + " (the server log has the stack); the session was ended", Input: GateInput{Session: &GateRef{ID: id}}}
+		if err := g.stages.record(context.Background(), ev); err != nil {
+			logger.Error("audit: recording a session's internal error", "session", id, "err", err)
+		}
+	})
+	// What the gateway keeps per session goes when the manager lets the
+	// session go.
+	g.mgr.OnForget(func(id string) {
+		g.recordings.Delete(id)
+		g.unfinishedMu.Lock()
+		delete(g.unfinished, id)
+		g.unfinishedMu.Unlock()
 	})
 	return g
 }
