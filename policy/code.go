@@ -464,3 +464,14 @@ func (d *derived) result() (Code, Shell) {
 	d.sh.fill()
 	return d.code, d.sh
 }
+
+// pipedInto judges line as a command that reads what a program writes
+// (awk's print | "cmd", psql's \o |cmd, vim's :w !cmd): fed to a shell or
+// an interpreter, that is a pipe into it.
+func pipedInto(sh *Shell, cmds []Command) {
+	for _, c := range cmds {
+		if _, reads := readsCode(c); reads {
+			sh.PipeToInterpreter = true
+		}
+	}
+}

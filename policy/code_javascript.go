@@ -71,12 +71,12 @@ func analyseJS(d *derived, code string) {
 	}
 	ast, err := js.Parse(parse.NewInputString(code), js.Options{})
 	if err != nil {
+		// Unfinished code runs nothing yet, and code that does not parse
+		// nothing at all; both are judged on what can be seen all the same.
 		if pe, ok := err.(*parse.Error); ok && strings.Contains(pe.Message, "unexpected EOF") ||
 			strings.Contains(err.Error(), "unterminated template") {
 			d.code.Incomplete = true
-			return
-		}
-		if d.code.ParseError == "" {
+		} else if d.code.ParseError == "" {
 			d.code.ParseError = "the JavaScript code does not parse: " + firstLine(err.Error())
 		}
 		d.code.Modules = append(d.code.Modules, identifiers(code)...)

@@ -293,7 +293,9 @@ func olAwkPipes(d *derived, toks []olToken, i int) {
 			next := toks[i+1]
 			d.code.Calls = append(d.code.Calls, Call{Name: "print |", Args: []string{next.text}, Dynamic: next.kind != 's' || !next.lit})
 			if next.kind == 's' {
+				before := len(d.sh.Commands)
 				d.shellLine(value{next.text, next.lit})
+				pipedInto(&d.sh, d.sh.Commands[before:])
 			} else {
 				d.code.DynamicShell = true
 			}
@@ -448,9 +450,9 @@ func olString(lang, s string, open, close byte) (string, bool, int) {
 			}
 			b.WriteByte(c)
 		case interp && lang == "ruby" && c == '#' && i+1 < len(s) && s[i+1] == '{':
-			end := strings.IndexByte(s[i:], '}')
-			if end < 0 {
-				end = len(s) - i - 1
+			end := strings.IndexByte(s[i+2:], '}') + 2 // the } that closes #{
+			if end < 2 {
+				end = len(s) - i
 			}
 			b.WriteString(unknownValue(s[i+2 : i+end]).s)
 			lit = false

@@ -111,13 +111,16 @@ func analysePython(d *derived, code string) {
 	a := &pyAnalysis{d: d, src: src, aliases: map[string]string{}, consts: map[string]value{}}
 	a.walk(root, 0)
 	if root.HasError() {
+		// Unfinished code runs nothing yet, and code that does not parse
+		// nothing at all; both are judged on what can be seen all the same
+		// (the REPL runs the whole statement once it is finished): what
+		// the tree lost in its error nodes, the lexical scan still finds,
+		// module names and strings handed to a shell.
 		if !pyIncomplete(d, code) && d.code.ParseError == "" {
 			d.code.ParseError = "the Python code does not parse"
-			// What the tree lost in its error nodes, the lexical scan
-			// still finds: module names, and strings handed to a shell.
-			d.code.Modules = append(d.code.Modules, identifiers(code)...)
-			shellOut(&d.sh, code, d.depth+1)
 		}
+		d.code.Modules = append(d.code.Modules, identifiers(code)...)
+		shellOut(&d.sh, code, d.depth+1)
 	}
 }
 
@@ -411,6 +414,11 @@ func (a *pyAnalysis) resolveName(n *ts.Node) string {
 		if q, ok := a.aliases[name]; ok {
 			return q
 		}
+		switch name {
+		case "Path", "PosixPath", "PurePath", "PurePosixPath":
+			// pathlib's classes, imported on an earlier line
+			return "pathlib." + name
+		}
 		for _, m := range a.star {
 			if _, ok := pySinks[m+"."+name]; ok {
 				return m + "." + name
@@ -460,7 +468,7 @@ func (a *pyAnalysis) resolve(n *ts.Node) string {
 				return obj + "." + v.s
 			}
 		}
-	case "pathlib.Path", "pathlib.PosixPath", "pathlib.PurePath", "pathlib.Path.home", "pathlib.Path.cwd",
+	case "pathlib.Path", "pathlib.PosixPath", "pathlib.PurePath", "pathlib.PurePosixPath", "pathlib.Path.home", "pathlib.Path.cwd",
 		"pathlib.Path.expanduser", "pathlib.Path.resolve", "pathlib.Path.absolute", "pathlib.Path.joinpath",
 		"pathlib.Path.with_name", "pathlib.Path.with_suffix":
 		return "pathlib.Path"
@@ -739,7 +747,7 @@ func (a *pyAnalysis) evalCall(n *ts.Node, nest int) value {
 	}
 	switch fn {
 	case "os.path.expanduser", "str", "os.fspath", "os.path.abspath", "os.path.realpath", "os.path.normpath",
-		"pathlib.Path", "pathlib.PosixPath", "pathlib.PurePath", "os.fsencode", "os.fsdecode":
+		"pathlib.Path", "pathlib.PosixPath", "pathlib.PurePath", "pathlib.PurePosixPath", "os.fsencode", "os.fsdecode":
 		if len(args) == 0 {
 			return known(".")
 		}

@@ -13,9 +13,12 @@ import (
 // scanned for strings handed to a shell, as before.
 func (in *Input) prepareProgram(p *syntax.Parser) {
 	prog := in.Program
-	if line, ok := shellEscape(prog, in.Text); ok {
+	if line, piped, ok := shellEscape(prog, in.Text); ok {
 		sh := parseShell(line, p)
 		sh.Embedded = true
+		if piped {
+			pipedInto(&sh, sh.Commands)
+		}
 		in.Shell = &sh
 		in.adoptCode()
 		return
@@ -28,11 +31,14 @@ func (in *Input) prepareProgram(p *syntax.Parser) {
 			code = strings.TrimPrefix(code, "-interactive")
 		}
 		if lang == "javascript" && (prog == "node" || prog == "nodejs") {
-			if meta, ok := nodeMeta(code); ok {
-				code = meta
-				if code == "" {
-					return
+			if runs, ok := nodeMeta(code); ok {
+				c := Code{Languages: []string{lang}}
+				if runs != "" {
+					c.DynamicCalls = []string{runs}
 				}
+				c.finish()
+				in.Code = &c
+				return
 			}
 		}
 		c, sh := analyseCode(lang, code, 1)
@@ -55,27 +61,23 @@ func (in *Input) prepareProgram(p *syntax.Parser) {
 	}
 }
 
-// nodeMeta reads a node REPL's dot command: .load FILE and .editor run
-// code the line does not show (judged as the code they name, which the
-// policy cannot see: an empty program with a dynamic call), the others run
-// nothing. ok is false for a line that is JavaScript.
-func nodeMeta(line string) (code string, ok bool) {
+// nodeMeta reads a node REPL's dot command: .load FILE runs code the
+// line does not show (runs says so: a dynamic call), the others run
+// nothing the line does not show (.editor's code is judged line by line as
+// it is typed). ok is false for a line that is JavaScript.
+func nodeMeta(line string) (runs string, ok bool) {
 	t := strings.TrimSpace(line)
 	if !strings.HasPrefix(t, ".") || len(t) < 2 || !('a' <= t[1] && t[1] <= 'z') {
 		return "", false
 	}
-	cmd, arg, _ := strings.Cut(t, " ")
+	cmd, _, _ := strings.Cut(t, " ")
 	switch cmd {
 	case ".load", ".import":
-		return "require(" + quoteJS(strings.TrimSpace(arg)) + "+'')", true
+		return clip(t), true
 	case ".editor", ".break", ".clear", ".exit", ".help", ".save":
 		return "", true
 	}
 	return "", false
-}
-
-func quoteJS(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\n", `\n`).Replace(s) + "'"
 }
 
 // shellEscape finds the shell line that a line typed into an interactive
@@ -84,7 +86,27 @@ func quoteJS(s string) string {
 // |mcmd), ftp, sftp and ed (!cmd, r !cmd, w !cmd, e !cmd), gdb (shell
 // cmd, !cmd, pipe … | cmd), IPython (!cmd, !!cmd, %system cmd, %sx cmd,
 // %%bash cells).
-func shellEscape(prog, text string) (string, bool) {
+func shellEscape(prog, text string) (line string, piped, ok bool) {
+	line, ok = shellEscapeLine(prog, text)
+	if !ok {
+		return "", false, false
+	}
+	// What the program writes is fed to the command: vim's :w !cmd and
+	// :{range}!cmd, less's |m cmd, ed's w !cmd, gdb's pipe.
+	t := strings.TrimLeft(text, " \t:")
+	switch {
+	case strings.HasPrefix(t, "|"), hasWord(t, "pipe"):
+		piped = true
+	case strings.Contains(t, "w !") || strings.Contains(t, "w!") || strings.Contains(t, "write !"):
+		piped = true
+	case strings.Contains(t, "!") && strings.IndexByte(t, '!') > 0 && strings.IndexAny(t[:strings.IndexByte(t, '!')], "%$,.0123456789") >= 0:
+		piped = true // a range filtered through the command
+	}
+	return line, piped, true
+}
+
+// shellEscapeLine is shellEscape's line.
+func shellEscapeLine(prog, text string) (string, bool) {
 	t := strings.TrimLeft(text, " \t")
 	switch prog {
 	case "vim", "vi", "nvim", "view", "vimdiff", "ex", "gvim", "rvim", "evim":

@@ -183,9 +183,12 @@ func ParseSQL(dialect, text string) (SQL, *Shell) {
 				sh.Commands = append(sh.Commands, cmds...)
 				for _, l := range lines {
 					sub := Shell{}
-					parseNested(sh, &sub, l, 1)
+					parseNested(sh, &sub, l.line, 1)
 					mergeFlags(sh, &sub)
 					sh.Commands = append(sh.Commands, sub.Commands...)
+					if l.piped {
+						pipedInto(sh, sub.Commands)
+					}
 				}
 			}
 			continue
@@ -438,10 +441,10 @@ func firstWord(s string) string {
 
 // classifyMeta classifies a client command: the shell lines it runs, and
 // the files it writes as commands with a redirection.
-func classifyMeta(dialect, m string) (Statement, []Command, []string) {
+func classifyMeta(dialect, m string) (Statement, []Command, []metaLine) {
 	st := Statement{Text: clip(m), Classes: []string{}}
 	var cmds []Command
-	var lines []string
+	var lines []metaLine
 	origin := dialect + ":" + firstWord(m)
 	write := func(target string) {
 		target = strings.Trim(strings.TrimSpace(target), `'"`)
@@ -456,15 +459,19 @@ func classifyMeta(dialect, m string) (Statement, []Command, []string) {
 		line = strings.TrimSpace(line)
 		st.Classes = addOnce(st.Classes, "client_shell")
 		if line != "" {
-			lines = append(lines, line)
+			lines = append(lines, metaLine{line: line})
 		}
 	}
-	// pipeOrFile: "|cmd" runs cmd, anything else is a file written.
+	// pipeOrFile: "|cmd" runs cmd with the output on its input, anything
+	// else is a file written.
 	pipeOrFile := func(arg string) {
 		arg = strings.TrimSpace(arg)
 		unq := strings.Trim(arg, `'"`)
 		if strings.HasPrefix(unq, "|") {
 			shell(strings.TrimPrefix(unq, "|"))
+			if len(lines) > 0 {
+				lines[len(lines)-1].piped = true
+			}
 		} else if arg != "" {
 			write(arg)
 		}
@@ -533,6 +540,7 @@ func classifyMeta(dialect, m string) (Statement, []Command, []string) {
 		case lower == "pager" || cmd == `\P`:
 			if strings.TrimSpace(arg) != "" {
 				shell(arg)
+				lines[len(lines)-1].piped = true
 			}
 		case lower == "tee" || cmd == `\T`:
 			write(arg)
@@ -541,6 +549,13 @@ func classifyMeta(dialect, m string) (Statement, []Command, []string) {
 		}
 	}
 	return st, cmds, lines
+}
+
+// metaLine is a shell line a client command runs; piped: with the
+// client's output on its standard input.
+type metaLine struct {
+	line  string
+	piped bool
 }
 
 // splitMeta splits a client command into its name and its argument text.
