@@ -73,8 +73,8 @@ func analyseJS(d *derived, code string) {
 	if err != nil {
 		// Unfinished code runs nothing yet, and code that does not parse
 		// nothing at all; both are judged on what can be seen all the same.
-		if pe, ok := err.(*parse.Error); ok && strings.Contains(pe.Message, "unexpected EOF") ||
-			strings.Contains(err.Error(), "unterminated template") {
+		if pe, ok := err.(*parse.Error); ok && (strings.Contains(pe.Message, "EOF") ||
+			strings.Contains(pe.Message, "unterminated template")) {
 			d.code.Incomplete = true
 		} else if d.code.ParseError == "" {
 			d.code.ParseError = "the JavaScript code does not parse: " + firstLine(err.Error())
