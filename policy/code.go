@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Code is what the policy sees of code typed into a REPL or handed to an
@@ -474,4 +476,67 @@ func pipedInto(sh *Shell, cmds []Command) {
 			sh.PipeToInterpreter = true
 		}
 	}
+}
+
+// vocabulary is the set of names that calls in the tables are made of: the
+// parts of every qualified name, and extra names.
+func vocabulary(sinks map[string]sinkKind, methods map[string]string, modules map[string]bool, extra ...string) map[string]bool {
+	v := map[string]bool{}
+	add := func(q string) {
+		for _, p := range strings.Split(q, ".") {
+			v[p] = true
+		}
+	}
+	for k := range sinks {
+		add(k)
+	}
+	for k, q := range methods {
+		add(k)
+		add(q)
+	}
+	for k := range modules {
+		add(k)
+	}
+	for _, e := range extra {
+		add(e)
+	}
+	return v
+}
+
+// mentionsAny reports whether code holds a name of vocab as a word (Python
+// and JavaScript fold identifiers with NFKC: so does identifiers).
+func mentionsAny(code string, vocab map[string]bool) bool {
+	start := -1
+	ascii := true
+	for i := 0; i <= len(code); i++ {
+		var c byte
+		if i < len(code) {
+			c = code[i]
+		}
+		word := i < len(code) && (c == '_' || c == '$' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c >= 0x80)
+		switch {
+		case word && start < 0:
+			start, ascii = i, c < 0x80
+		case word:
+			ascii = ascii && c < 0x80
+		case start >= 0:
+			w := code[start:i]
+			if !ascii {
+				w = norm.NFKC.String(w)
+			}
+			if vocab[w] {
+				return true
+			}
+			if !ascii {
+				// a folded word may hold several names (ｏｓ．system)
+				for _, f := range strings.FieldsFunc(w, func(r rune) bool { return r == '.' }) {
+					if vocab[f] {
+						return true
+					}
+				}
+			}
+			start = -1
+		}
+	}
+	return false
 }

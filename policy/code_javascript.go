@@ -55,6 +55,11 @@ var jsMethods = map[string]string{
 	"truncateSync": "fs.truncateSync", "cpSync": "fs.cpSync",
 }
 
+// jsVocabulary: see pyVocabulary.
+var jsVocabulary = vocabulary(jsSinks, jsMethods, map[string]bool{},
+	"require", "import", "_load", "createRequire", "Reflect", "setTimeout", "setInterval", "setImmediate",
+	"globalThis", "global", "window", "process", "pipe", "constructor", "mainModule", "ppid", "homedir", "env")
+
 // jsAnalysis walks one parsed JavaScript program.
 type jsAnalysis struct {
 	d       *derived
@@ -68,6 +73,16 @@ func analyseJS(d *derived, code string) {
 	if len(code) > maxCode {
 		code = code[:maxCode]
 		d.code.ParseError = "the code is longer than the gateway analyses"
+	}
+	if !mentionsAny(code, jsVocabulary) {
+		// No name the analysis resolves a call to is in the code (see
+		// analysePython); unfinished code is still told.
+		if _, err := js.Parse(parse.NewInputString(code), js.Options{}); err != nil {
+			if pe, ok := err.(*parse.Error); ok && (strings.Contains(pe.Message, "EOF") || strings.Contains(pe.Message, "unterminated template")) {
+				d.code.Incomplete = true
+			}
+		}
+		return
 	}
 	ast, err := js.Parse(parse.NewInputString(code), js.Options{})
 	if err != nil {
@@ -85,6 +100,12 @@ func analyseJS(d *derived, code string) {
 	}
 	a := &jsAnalysis{d: d, aliases: map[string]string{}, consts: map[string]value{}}
 	js.Walk(a, ast)
+}
+
+// isMethod: the callee is x.name.
+func isMethod(callee js.IExpr, name string) bool {
+	dot, ok := callee.(*js.DotExpr)
+	return ok && dotName(dot.Y) == name
 }
 
 // dotName is the name after a dot: the parser gives it as a literal
@@ -303,6 +324,10 @@ func (a *jsAnalysis) call(callee js.IExpr, args []js.Arg, isNew bool) {
 		return
 	case last == "pipe":
 		a.d.pipes = true
+	case last == "constructor" || isMethod(callee, "constructor"):
+		// x.constructor.constructor(s) is Function(s): code from a string.
+		a.d.dynamic(jsText(callee))
+		return
 	}
 	kind, ok := jsSinks[name]
 	if !ok {

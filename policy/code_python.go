@@ -65,6 +65,14 @@ var pyMethods = map[string]string{
 // run time.
 var pyDynamicModules = map[string]bool{"ctypes": true, "cffi": true, "_ctypes": true, "importlib.machinery": true}
 
+// pyVocabulary holds every name a call the analysis judges is resolved
+// from: the last part of each function it knows, the modules, and the
+// names through which code looks a function up at run time. Code that
+// mentions none of them is not parsed.
+var pyVocabulary = vocabulary(pySinks, pyMethods, pyDynamicModules,
+	"import", "getattr", "__import__", "import_module", "globals", "locals", "vars", "modules", "__builtins__",
+	"__dict__", "__loader__", "__spec__", "Path", "PosixPath", "PurePath", "PurePosixPath", "ctypes", "cffi")
+
 // pyAnalysis walks one parsed Python program.
 type pyAnalysis struct {
 	d       *derived
@@ -89,8 +97,11 @@ func analysePython(d *derived, code string) {
 		d.code.ParseError = "the code is longer than the gateway analyses"
 	}
 	code = dedent(code)
-	if !strings.ContainsAny(code, "(@`[") {
-		// Nothing is called: no parse needed (1+1, x = 5, a name).
+	if !mentionsAny(code, pyVocabulary) {
+		// No name the analysis resolves a call to, or builds one from,
+		// is in the code: the parse could find nothing (1+1, print(x),
+		// [x*2 for x in y]). A name bound on an earlier line resolves to
+		// nothing the tables know either.
 		pyIncomplete(d, code)
 		return
 	}

@@ -98,6 +98,7 @@ var codeCorpus = []struct {
 	{"node", "require(name)", "confirm", "code.dynamic"},
 	{"node", "eval(atob(s))", "confirm", "code.dynamic"},
 	{"node", "process.binding('spawn_sync')", "confirm", "code.dynamic"},
+	{"node", "this.constructor.constructor('return process')().mainModule.require('child_process')", "confirm", "code.dynamic"},
 	{"node", "fs.rmSync('/etc', {recursive: true, force: true})", "deny", "fs.rm_protected"},
 	{"node", "require('fs').rmSync(process.env.HOME, {recursive: true})", "deny", "fs.rm_protected"},
 	{"node", "fs.rmSync('dist', {recursive: true})", "allow", ""},
