@@ -65,6 +65,40 @@ var pyMethods = map[string]string{
 // run time.
 var pyDynamicModules = map[string]bool{"ctypes": true, "cffi": true, "_ctypes": true, "importlib.machinery": true}
 
+// pyGrammar is what the walk needs of the grammar, looked up once: the
+// language, node kinds by id, and field ids by name. (The bindings'
+// Kind and ChildByFieldName allocate and convert C strings on every call;
+// by id, a node costs one call into C.)
+var pyGrammar = func() struct {
+	lang   *ts.Language
+	kinds  []string
+	fields map[string]uint16
+} {
+	g := struct {
+		lang   *ts.Language
+		kinds  []string
+		fields map[string]uint16
+	}{lang: ts.NewLanguage(tspython.Language()), fields: map[string]uint16{}}
+	n := g.lang.NodeKindCount()
+	g.kinds = make([]string, n)
+	for id := uint32(0); id < n; id++ {
+		g.kinds[id] = g.lang.NodeKindForId(uint16(id))
+	}
+	for _, f := range []string{"alias", "arguments", "attribute", "expression", "function", "left", "module_name",
+		"name", "object", "operator", "right", "subscript", "value"} {
+		g.fields[f] = g.lang.FieldIdForName(f)
+	}
+	return g
+}()
+
+// pyKind is a node's kind.
+func pyKind(n *ts.Node) string {
+	if id := int(n.KindId()); id < len(pyGrammar.kinds) {
+		return pyGrammar.kinds[id]
+	}
+	return ""
+}
+
 // pyVocabulary holds every name a call the analysis judges is resolved
 // from: the last part of each function it knows, the modules, and the
 // names through which code looks a function up at run time. Code that
@@ -76,11 +110,13 @@ var pyVocabulary = vocabulary(pySinks, pyMethods, pyDynamicModules,
 // pyAnalysis walks one parsed Python program.
 type pyAnalysis struct {
 	d       *derived
-	src     []byte
+	src     string            // the code parsed: a node's text is a slice of it
 	aliases map[string]string // local name → what it is: "os", "os.system", "pathlib.Path"
 	consts  map[string]value  // local name → a constant it was given
 	star    []string          // modules imported with *
 	nodes   int
+	// argCache holds the calls' arguments read so far, by node.
+	argCache map[uintptr]*pyArgs
 }
 
 // maxNodes bounds the nodes of a tree the analysis visits, and maxNest how
@@ -107,7 +143,7 @@ func analysePython(d *derived, code string) {
 	}
 	p := ts.NewParser()
 	defer p.Close()
-	if err := p.SetLanguage(ts.NewLanguage(tspython.Language())); err != nil {
+	if err := p.SetLanguage(pyGrammar.lang); err != nil {
 		d.code.ParseError = "the Python grammar does not load: " + err.Error()
 		return
 	}
@@ -119,7 +155,7 @@ func analysePython(d *derived, code string) {
 	}
 	defer tree.Close()
 	root := tree.RootNode()
-	a := &pyAnalysis{d: d, src: src, aliases: map[string]string{}, consts: map[string]value{}}
+	a := &pyAnalysis{d: d, src: code, aliases: map[string]string{}, consts: map[string]value{}}
 	a.walk(root, 0)
 	if root.HasError() {
 		// Unfinished code runs nothing yet, and code that does not parse
@@ -234,7 +270,7 @@ func (a *pyAnalysis) text(n *ts.Node) string {
 	if s > e || e > uint(len(a.src)) {
 		return ""
 	}
-	return string(a.src[s:e])
+	return a.src[s:e]
 }
 
 // walk visits every node once, in source order: an import or assignment
@@ -247,7 +283,7 @@ func (a *pyAnalysis) walk(n *ts.Node, nest int) {
 	if a.nodes > maxNodes {
 		return
 	}
-	switch n.Kind() {
+	switch pyKind(n) {
 	case "import_statement":
 		a.importStmt(n)
 		return
@@ -263,9 +299,10 @@ func (a *pyAnalysis) walk(n *ts.Node, nest int) {
 	case "subscript":
 		a.subscript(n)
 	}
-	count := n.ChildCount()
+	// Only named nodes matter; the punctuation between them is skipped.
+	count := n.NamedChildCount()
 	for i := uint(0); i < count; i++ {
-		a.walk(n.Child(i), nest+1)
+		a.walk(n.NamedChild(i), nest+1)
 	}
 }
 
@@ -294,15 +331,15 @@ func isASCII(s string) bool {
 func (a *pyAnalysis) importStmt(n *ts.Node) {
 	for i := uint(0); i < n.NamedChildCount(); i++ {
 		c := n.NamedChild(i)
-		switch c.Kind() {
+		switch pyKind(c) {
 		case "dotted_name":
 			mod := a.name(c)
 			root, _, _ := strings.Cut(mod, ".")
 			a.aliases[root] = root
 			a.module(mod)
 		case "aliased_import":
-			mod := a.name(c.ChildByFieldName("name"))
-			if al := a.name(c.ChildByFieldName("alias")); al != "" {
+			mod := a.name(c.ChildByFieldId(pyGrammar.fields["name"]))
+			if al := a.name(c.ChildByFieldId(pyGrammar.fields["alias"])); al != "" {
 				a.aliases[al] = mod
 			}
 			a.module(mod)
@@ -311,21 +348,21 @@ func (a *pyAnalysis) importStmt(n *ts.Node) {
 }
 
 func (a *pyAnalysis) importFrom(n *ts.Node) {
-	mod := a.name(n.ChildByFieldName("module_name"))
+	mod := a.name(n.ChildByFieldId(pyGrammar.fields["module_name"]))
 	a.module(mod)
 	for i := uint(0); i < n.NamedChildCount(); i++ {
 		c := n.NamedChild(i)
 		if a.isModuleName(n, c) {
 			continue
 		}
-		switch c.Kind() {
+		switch pyKind(c) {
 		case "dotted_name":
 			name := a.name(c)
 			a.aliases[name] = mod + "." + name
 			a.module(mod + "." + name)
 		case "aliased_import":
-			name := a.name(c.ChildByFieldName("name"))
-			if al := a.name(c.ChildByFieldName("alias")); al != "" {
+			name := a.name(c.ChildByFieldId(pyGrammar.fields["name"]))
+			if al := a.name(c.ChildByFieldId(pyGrammar.fields["alias"])); al != "" {
 				a.aliases[al] = mod + "." + name
 			}
 			a.module(mod + "." + name)
@@ -336,7 +373,7 @@ func (a *pyAnalysis) importFrom(n *ts.Node) {
 }
 
 func (a *pyAnalysis) isModuleName(stmt, c *ts.Node) bool {
-	m := stmt.ChildByFieldName("module_name")
+	m := stmt.ChildByFieldId(pyGrammar.fields["module_name"])
 	return m != nil && m.StartByte() == c.StartByte() && m.EndByte() == c.EndByte()
 }
 
@@ -356,8 +393,8 @@ func (a *pyAnalysis) module(mod string) {
 // assignment records aliases (s = os.system, o = __import__('os')) and
 // constants (p = '/etc').
 func (a *pyAnalysis) assignment(n *ts.Node) {
-	left, right := n.ChildByFieldName("left"), n.ChildByFieldName("right")
-	if left == nil || right == nil || left.Kind() != "identifier" {
+	left, right := n.ChildByFieldId(pyGrammar.fields["left"]), n.ChildByFieldId(pyGrammar.fields["right"])
+	if left == nil || right == nil || pyKind(left) != "identifier" {
 		return
 	}
 	name := a.name(left)
@@ -377,7 +414,7 @@ func (a *pyAnalysis) assignment(n *ts.Node) {
 // reference notes a name of a module that runs native code, wherever it
 // stands (ctypes.CDLL, a bare ctypes).
 func (a *pyAnalysis) reference(n *ts.Node) {
-	if n.Kind() == "identifier" {
+	if pyKind(n) == "identifier" {
 		if q := a.aliases[a.name(n)]; q != "" {
 			root, _, _ := strings.Cut(q, ".")
 			if pyDynamicModules[root] {
@@ -390,7 +427,7 @@ func (a *pyAnalysis) reference(n *ts.Node) {
 		}
 		return
 	}
-	if attr := n.ChildByFieldName("attribute"); attr != nil && a.name(attr) == "__dict__" {
+	if attr := n.ChildByFieldId(pyGrammar.fields["attribute"]); attr != nil && a.name(attr) == "__dict__" {
 		a.d.dynamic(a.text(n))
 	}
 }
@@ -398,13 +435,13 @@ func (a *pyAnalysis) reference(n *ts.Node) {
 // subscript flags lookups of functions by a name known at run time:
 // globals()[…], vars(os)[…], os.__dict__[…], sys.modules[…].
 func (a *pyAnalysis) subscript(n *ts.Node) {
-	v := n.ChildByFieldName("value")
+	v := n.ChildByFieldId(pyGrammar.fields["value"])
 	if v == nil {
 		return
 	}
 	switch {
-	case v.Kind() == "call":
-		switch a.resolveName(v.ChildByFieldName("function")) {
+	case pyKind(v) == "call":
+		switch a.resolveName(v.ChildByFieldId(pyGrammar.fields["function"])) {
 		case "globals", "locals", "vars":
 			a.d.dynamic(a.text(n))
 		}
@@ -419,7 +456,7 @@ func (a *pyAnalysis) resolveName(n *ts.Node) string {
 	if n == nil {
 		return ""
 	}
-	switch n.Kind() {
+	switch pyKind(n) {
 	case "identifier":
 		name := a.name(n)
 		if q, ok := a.aliases[name]; ok {
@@ -437,8 +474,8 @@ func (a *pyAnalysis) resolveName(n *ts.Node) string {
 		}
 		return name
 	case "attribute":
-		obj := a.resolve(n.ChildByFieldName("object"))
-		attr := a.name(n.ChildByFieldName("attribute"))
+		obj := a.resolve(n.ChildByFieldId(pyGrammar.fields["object"]))
+		attr := a.name(n.ChildByFieldId(pyGrammar.fields["attribute"]))
 		if obj == "" || attr == "" {
 			return ""
 		}
@@ -459,10 +496,10 @@ func (a *pyAnalysis) resolve(n *ts.Node) string {
 	if n == nil {
 		return ""
 	}
-	if n.Kind() != "call" {
+	if pyKind(n) != "call" {
 		return a.resolveName(n)
 	}
-	fn := a.resolveName(n.ChildByFieldName("function"))
+	fn := a.resolveName(n.ChildByFieldId(pyGrammar.fields["function"]))
 	args := a.argNodes(n)
 	switch fn {
 	case "__import__", "importlib.import_module", "builtins.__import__":
@@ -487,42 +524,53 @@ func (a *pyAnalysis) resolve(n *ts.Node) string {
 	return ""
 }
 
-// argNodes are a call's positional arguments.
-func (a *pyAnalysis) argNodes(call *ts.Node) []*ts.Node {
-	al := call.ChildByFieldName("arguments")
-	if al == nil {
-		return nil
-	}
-	var out []*ts.Node
-	for i := uint(0); i < al.NamedChildCount() && i < 64; i++ {
-		c := al.NamedChild(i)
-		switch c.Kind() {
-		case "keyword_argument", "dictionary_splat", "comment":
-		default:
-			out = append(out, c)
-		}
-	}
-	return out
+// pyArgs are a call's arguments: positional, and keyword by name.
+type pyArgs struct {
+	pos []*ts.Node
+	kw  map[string]*ts.Node
 }
 
-// kwarg is the value of a call's keyword argument, or nil.
-func (a *pyAnalysis) kwarg(call *ts.Node, name string) *ts.Node {
-	al := call.ChildByFieldName("arguments")
-	if al == nil {
-		return nil
+// args reads a call's arguments once (each node is a call into C).
+func (a *pyAnalysis) args(call *ts.Node) *pyArgs {
+	id := call.Id()
+	if c, ok := a.argCache[id]; ok {
+		return c
 	}
-	for i := uint(0); i < al.NamedChildCount() && i < 64; i++ {
-		c := al.NamedChild(i)
-		if c.Kind() == "keyword_argument" && a.name(c.ChildByFieldName("name")) == name {
-			return c.ChildByFieldName("value")
+	c := &pyArgs{}
+	if a.argCache == nil {
+		a.argCache = map[uintptr]*pyArgs{}
+	}
+	a.argCache[id] = c
+	al := call.ChildByFieldId(pyGrammar.fields["arguments"])
+	if al == nil {
+		return c
+	}
+	n := al.NamedChildCount()
+	for i := uint(0); i < n && i < 64; i++ {
+		arg := al.NamedChild(i)
+		switch pyKind(arg) {
+		case "keyword_argument":
+			if c.kw == nil {
+				c.kw = map[string]*ts.Node{}
+			}
+			c.kw[a.name(arg.ChildByFieldId(pyGrammar.fields["name"]))] = arg.ChildByFieldId(pyGrammar.fields["value"])
+		case "dictionary_splat", "comment":
+		default:
+			c.pos = append(c.pos, arg)
 		}
 	}
-	return nil
+	return c
 }
+
+// argNodes are a call's positional arguments.
+func (a *pyAnalysis) argNodes(call *ts.Node) []*ts.Node { return a.args(call).pos }
+
+// kwarg is the value of a call's keyword argument, or nil.
+func (a *pyAnalysis) kwarg(call *ts.Node, name string) *ts.Node { return a.args(call).kw[name] }
 
 // callNode judges one call.
 func (a *pyAnalysis) callNode(n *ts.Node) {
-	fnNode := n.ChildByFieldName("function")
+	fnNode := n.ChildByFieldId(pyGrammar.fields["function"])
 	if fnNode == nil {
 		return
 	}
@@ -530,19 +578,19 @@ func (a *pyAnalysis) callNode(n *ts.Node) {
 	args := a.argNodes(n)
 	// A method of a path object: Path(p).write_text(…) writes p.
 	var self *ts.Node
-	if fnNode.Kind() == "attribute" {
-		obj := fnNode.ChildByFieldName("object")
+	if pyKind(fnNode) == "attribute" {
+		obj := fnNode.ChildByFieldId(pyGrammar.fields["object"])
 		if strings.HasPrefix(name, "pathlib.Path.") {
 			self = a.pathOf(obj)
 		}
 	}
 	kind, ok := pySinks[name]
-	if !ok && fnNode.Kind() == "attribute" {
+	if !ok && pyKind(fnNode) == "attribute" {
 		// An unresolved receiver: known by the method's name alone.
-		if q, found := pyMethods[a.name(fnNode.ChildByFieldName("attribute"))]; found {
+		if q, found := pyMethods[a.name(fnNode.ChildByFieldId(pyGrammar.fields["attribute"]))]; found {
 			name, kind, ok = q, pySinks[q], true
 			if strings.HasPrefix(q, "pathlib.Path.") {
-				self = fnNode.ChildByFieldName("object")
+				self = fnNode.ChildByFieldId(pyGrammar.fields["object"])
 			}
 		}
 	}
@@ -647,7 +695,7 @@ func (a *pyAnalysis) list(n *ts.Node) []value {
 	if n == nil {
 		return nil
 	}
-	switch n.Kind() {
+	switch pyKind(n) {
 	case "list", "tuple":
 	case "identifier":
 		return nil
@@ -657,10 +705,10 @@ func (a *pyAnalysis) list(n *ts.Node) []value {
 	out := []value{}
 	for i := uint(0); i < n.NamedChildCount() && i < 256; i++ {
 		c := n.NamedChild(i)
-		if c.Kind() == "comment" {
+		if pyKind(c) == "comment" {
 			continue
 		}
-		if c.Kind() == "list_splat" {
+		if pyKind(c) == "list_splat" {
 			out = append(out, unknownValue(a.text(c)))
 			continue
 		}
@@ -680,7 +728,7 @@ func (a *pyAnalysis) eval(n *ts.Node, nest int) value {
 	if nest > 32 {
 		return unknownValue(a.text(n))
 	}
-	switch n.Kind() {
+	switch pyKind(n) {
 	case "string":
 		return a.str(n, nest)
 	case "concatenated_string":
@@ -706,8 +754,8 @@ func (a *pyAnalysis) eval(n *ts.Node, nest int) value {
 			return a.eval(n.NamedChild(0), nest+1)
 		}
 	case "binary_operator":
-		op := n.ChildByFieldName("operator")
-		l, r := n.ChildByFieldName("left"), n.ChildByFieldName("right")
+		op := n.ChildByFieldId(pyGrammar.fields["operator"])
+		l, r := n.ChildByFieldId(pyGrammar.fields["left"]), n.ChildByFieldId(pyGrammar.fields["right"])
 		switch a.text(op) {
 		case "+":
 			return concat(a.eval(l, nest+1), a.eval(r, nest+1))
@@ -731,8 +779,8 @@ func (a *pyAnalysis) eval(n *ts.Node, nest int) value {
 		}
 	case "subscript":
 		// os.environ['HOME']
-		if a.resolveName(n.ChildByFieldName("value")) == "os.environ" {
-			if k := a.eval(n.ChildByFieldName("subscript"), nest+1); k.known && homeVar(k.s) {
+		if a.resolveName(n.ChildByFieldId(pyGrammar.fields["value"])) == "os.environ" {
+			if k := a.eval(n.ChildByFieldId(pyGrammar.fields["subscript"]), nest+1); k.known && homeVar(k.s) {
 				return known("~")
 			}
 		}
@@ -743,11 +791,11 @@ func (a *pyAnalysis) eval(n *ts.Node, nest int) value {
 }
 
 func (a *pyAnalysis) isPath(n *ts.Node) bool {
-	return n != nil && n.Kind() == "call" && strings.HasPrefix(a.resolve(n), "pathlib.Path")
+	return n != nil && pyKind(n) == "call" && strings.HasPrefix(a.resolve(n), "pathlib.Path")
 }
 
 func (a *pyAnalysis) evalCall(n *ts.Node, nest int) value {
-	fnNode := n.ChildByFieldName("function")
+	fnNode := n.ChildByFieldId(pyGrammar.fields["function"])
 	fn := a.resolveName(fnNode)
 	args := a.argNodes(n)
 	arg := func(i int) value {
@@ -784,9 +832,9 @@ func (a *pyAnalysis) evalCall(n *ts.Node, nest int) value {
 	case "os.getcwd", "pathlib.Path.cwd":
 		return known(".")
 	}
-	if fnNode != nil && fnNode.Kind() == "attribute" {
-		obj := fnNode.ChildByFieldName("object")
-		method := a.name(fnNode.ChildByFieldName("attribute"))
+	if fnNode != nil && pyKind(fnNode) == "attribute" {
+		obj := fnNode.ChildByFieldId(pyGrammar.fields["object"])
+		method := a.name(fnNode.ChildByFieldId(pyGrammar.fields["attribute"]))
 		switch method {
 		case "format":
 			return a.format(a.eval(obj, nest+1), n, nest)
@@ -837,7 +885,7 @@ func (a *pyAnalysis) evalCall(n *ts.Node, nest int) value {
 // percent folds "…%s…" % args.
 func (a *pyAnalysis) percent(f value, r *ts.Node, nest int) value {
 	var args []value
-	if items := a.list(r); items != nil && r.Kind() == "tuple" {
+	if items := a.list(r); items != nil && pyKind(r) == "tuple" {
 		args = items
 	} else {
 		args = []value{a.eval(r, nest+1)}
@@ -948,7 +996,7 @@ func (a *pyAnalysis) str(n *ts.Node, nest int) value {
 	var b strings.Builder
 	for i := uint(0); i < n.ChildCount(); i++ {
 		c := n.Child(i)
-		switch c.Kind() {
+		switch pyKind(c) {
 		case "string_start":
 			prefix := strings.ToLower(strings.TrimRight(a.text(c), `"'`))
 			raw = strings.Contains(prefix, "r")
@@ -966,7 +1014,7 @@ func (a *pyAnalysis) str(n *ts.Node, nest int) value {
 				b.WriteString(pyUnescape(t))
 			}
 		case "interpolation":
-			v := a.eval(c.ChildByFieldName("expression"), nest+1)
+			v := a.eval(c.ChildByFieldId(pyGrammar.fields["expression"]), nest+1)
 			b.WriteString(v.s)
 			out.known = out.known && v.known
 		case "escape_interpolation":
