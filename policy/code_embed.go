@@ -56,6 +56,12 @@ func analyseCode(lang, code string, depth int) (Code, Shell) {
 // it finds to sh: the code facts, and the commands the code runs.
 func embed(sh *Shell, lang, code string, depth int) []Command {
 	c, sub := analyseCode(lang, code, depth)
+	if onlyRunTime(code) {
+		// python3 -c "$CODE", python3 <<EOF $(cat x) EOF: the code itself
+		// is known only when the line runs.
+		c.DynamicCalls = append(c.DynamicCalls, "code built at run time: "+clip(code))
+		c.finish()
+	}
 	if sh.code == nil {
 		sh.code = &Code{}
 	}
@@ -157,4 +163,19 @@ func codeArg(c Command) (lang, code string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// onlyRunTime: code that is nothing but the shell's run-time parts ($X,
+// ${X}, $(…), `…`), as the walker keeps them.
+func onlyRunTime(code string) bool {
+	t := strings.TrimSpace(code)
+	if !strings.HasPrefix(t, "$") && !strings.HasPrefix(t, "`") {
+		return false
+	}
+	sh := ParseShell("x " + t)
+	if len(sh.Commands) == 0 {
+		return false
+	}
+	last := sh.Commands[0]
+	return last.Dynamic && len(last.Args) == 1 && len(strings.Fields(t)) == len(last.Args) && sh.ParseError == ""
 }

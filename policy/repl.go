@@ -219,6 +219,14 @@ func vimEscape(t string, ex bool) (string, bool) {
 	for _, mod := range []string{"silent!", "silent", "sil!", "sil", "exe", "execute", "noautocmd", "keepalt", "unsilent"} {
 		if hasWord(t, mod) {
 			t = strings.TrimLeft(t[len(mod):], " \t")
+			if mod == "exe" || mod == "execute" {
+				// :execute "!cmd": the string is the command line
+				if len(t) > 1 && (t[0] == '"' || t[0] == '\'') {
+					if v, _, ok := sqlQuoted(t, t[0], t[0] == '"'); ok {
+						t = strings.TrimLeft(v, ": ")
+					}
+				}
+			}
 		}
 	}
 	switch {
