@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tdewolff/parse/v2"
 	"github.com/tdewolff/parse/v2/js"
@@ -56,9 +57,11 @@ var jsMethods = map[string]string{
 }
 
 // jsVocabulary: see pyVocabulary.
-var jsVocabulary = vocabulary(jsSinks, jsMethods, map[string]bool{},
-	"require", "import", "_load", "createRequire", "Reflect", "setTimeout", "setInterval", "setImmediate",
-	"globalThis", "global", "window", "process", "pipe", "constructor", "mainModule", "ppid", "homedir", "env")
+var jsVocabulary = sync.OnceValue(func() map[string]bool {
+	return vocabulary(jsSinks, jsMethods, map[string]bool{},
+		"require", "import", "_load", "createRequire", "Reflect", "setTimeout", "setInterval", "setImmediate",
+		"globalThis", "global", "window", "process", "pipe", "constructor", "mainModule", "ppid", "homedir", "env")
+})
 
 // jsAnalysis walks one parsed JavaScript program.
 type jsAnalysis struct {
@@ -74,7 +77,7 @@ func analyseJS(d *derived, code string) {
 		code = code[:maxCode]
 		d.code.ParseError = "the code is longer than the gateway analyses"
 	}
-	if !mentionsAny(code, jsVocabulary) {
+	if !mentionsAny(code, jsVocabulary()) {
 		// No name the analysis resolves a call to is in the code (see
 		// analysePython); unfinished code is still told.
 		if _, err := js.Parse(parse.NewInputString(code), js.Options{}); err != nil {

@@ -3,6 +3,7 @@ package policy
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	ts "github.com/tree-sitter/go-tree-sitter"
 	tspython "github.com/tree-sitter/tree-sitter-python/bindings/go"
@@ -65,20 +66,13 @@ var pyMethods = map[string]string{
 // run time.
 var pyDynamicModules = map[string]bool{"ctypes": true, "cffi": true, "_ctypes": true, "importlib.machinery": true}
 
-// pyGrammar is what the walk needs of the grammar, looked up once: the
-// language, node kinds by id, and field ids by name. (The bindings'
-// Kind and ChildByFieldName allocate and convert C strings on every call;
-// by id, a node costs one call into C.)
-var pyGrammar = func() struct {
-	lang   *ts.Language
-	kinds  []string
-	fields map[string]uint16
-} {
-	g := struct {
-		lang   *ts.Language
-		kinds  []string
-		fields map[string]uint16
-	}{lang: ts.NewLanguage(tspython.Language()), fields: map[string]uint16{}}
+// pyGrammar is what the walk needs of the grammar, looked up once, on
+// first use (not at start: the sandbox launcher is this binary too): the
+// language, node kinds by id, and field ids by name. (The bindings' Kind
+// and ChildByFieldName allocate and convert C strings on every call; by
+// id, a node costs one call into C.)
+var pyGrammarOnce = sync.OnceValue(func() pyGrammarT {
+	g := pyGrammarT{lang: ts.NewLanguage(tspython.Language()), fields: map[string]uint16{}}
 	n := g.lang.NodeKindCount()
 	g.kinds = make([]string, n)
 	for id := uint32(0); id < n; id++ {
@@ -89,12 +83,19 @@ var pyGrammar = func() struct {
 		g.fields[f] = g.lang.FieldIdForName(f)
 	}
 	return g
-}()
+})
+
+type pyGrammarT struct {
+	lang   *ts.Language
+	kinds  []string
+	fields map[string]uint16
+}
 
 // pyKind is a node's kind.
 func pyKind(n *ts.Node) string {
-	if id := int(n.KindId()); id < len(pyGrammar.kinds) {
-		return pyGrammar.kinds[id]
+	kinds := pyGrammarOnce().kinds
+	if id := int(n.KindId()); id < len(kinds) {
+		return kinds[id]
 	}
 	return ""
 }
@@ -103,9 +104,11 @@ func pyKind(n *ts.Node) string {
 // from: the last part of each function it knows, the modules, and the
 // names through which code looks a function up at run time. Code that
 // mentions none of them is not parsed.
-var pyVocabulary = vocabulary(pySinks, pyMethods, pyDynamicModules,
-	"import", "getattr", "__import__", "import_module", "globals", "locals", "vars", "modules", "__builtins__",
-	"__dict__", "__loader__", "__spec__", "Path", "PosixPath", "PurePath", "PurePosixPath", "ctypes", "cffi")
+var pyVocabulary = sync.OnceValue(func() map[string]bool {
+	return vocabulary(pySinks, pyMethods, pyDynamicModules,
+		"import", "getattr", "__import__", "import_module", "globals", "locals", "vars", "modules", "__builtins__",
+		"__dict__", "__loader__", "__spec__", "Path", "PosixPath", "PurePath", "PurePosixPath", "ctypes", "cffi")
+})
 
 // pyAnalysis walks one parsed Python program.
 type pyAnalysis struct {
@@ -133,7 +136,7 @@ func analysePython(d *derived, code string) {
 		d.code.ParseError = "the code is longer than the gateway analyses"
 	}
 	code = dedent(code)
-	if !mentionsAny(code, pyVocabulary) {
+	if !mentionsAny(code, pyVocabulary()) {
 		// No name the analysis resolves a call to, or builds one from,
 		// is in the code: the parse could find nothing (1+1, print(x),
 		// [x*2 for x in y]). A name bound on an earlier line resolves to
@@ -143,7 +146,7 @@ func analysePython(d *derived, code string) {
 	}
 	p := ts.NewParser()
 	defer p.Close()
-	if err := p.SetLanguage(pyGrammar.lang); err != nil {
+	if err := p.SetLanguage(pyGrammarOnce().lang); err != nil {
 		d.code.ParseError = "the Python grammar does not load: " + err.Error()
 		return
 	}
@@ -338,8 +341,8 @@ func (a *pyAnalysis) importStmt(n *ts.Node) {
 			a.aliases[root] = root
 			a.module(mod)
 		case "aliased_import":
-			mod := a.name(c.ChildByFieldId(pyGrammar.fields["name"]))
-			if al := a.name(c.ChildByFieldId(pyGrammar.fields["alias"])); al != "" {
+			mod := a.name(c.ChildByFieldId(pyGrammarOnce().fields["name"]))
+			if al := a.name(c.ChildByFieldId(pyGrammarOnce().fields["alias"])); al != "" {
 				a.aliases[al] = mod
 			}
 			a.module(mod)
@@ -348,7 +351,7 @@ func (a *pyAnalysis) importStmt(n *ts.Node) {
 }
 
 func (a *pyAnalysis) importFrom(n *ts.Node) {
-	mod := a.name(n.ChildByFieldId(pyGrammar.fields["module_name"]))
+	mod := a.name(n.ChildByFieldId(pyGrammarOnce().fields["module_name"]))
 	a.module(mod)
 	for i := uint(0); i < n.NamedChildCount(); i++ {
 		c := n.NamedChild(i)
@@ -361,8 +364,8 @@ func (a *pyAnalysis) importFrom(n *ts.Node) {
 			a.aliases[name] = mod + "." + name
 			a.module(mod + "." + name)
 		case "aliased_import":
-			name := a.name(c.ChildByFieldId(pyGrammar.fields["name"]))
-			if al := a.name(c.ChildByFieldId(pyGrammar.fields["alias"])); al != "" {
+			name := a.name(c.ChildByFieldId(pyGrammarOnce().fields["name"]))
+			if al := a.name(c.ChildByFieldId(pyGrammarOnce().fields["alias"])); al != "" {
 				a.aliases[al] = mod + "." + name
 			}
 			a.module(mod + "." + name)
@@ -373,7 +376,7 @@ func (a *pyAnalysis) importFrom(n *ts.Node) {
 }
 
 func (a *pyAnalysis) isModuleName(stmt, c *ts.Node) bool {
-	m := stmt.ChildByFieldId(pyGrammar.fields["module_name"])
+	m := stmt.ChildByFieldId(pyGrammarOnce().fields["module_name"])
 	return m != nil && m.StartByte() == c.StartByte() && m.EndByte() == c.EndByte()
 }
 
@@ -393,7 +396,7 @@ func (a *pyAnalysis) module(mod string) {
 // assignment records aliases (s = os.system, o = __import__('os')) and
 // constants (p = '/etc').
 func (a *pyAnalysis) assignment(n *ts.Node) {
-	left, right := n.ChildByFieldId(pyGrammar.fields["left"]), n.ChildByFieldId(pyGrammar.fields["right"])
+	left, right := n.ChildByFieldId(pyGrammarOnce().fields["left"]), n.ChildByFieldId(pyGrammarOnce().fields["right"])
 	if left == nil || right == nil || pyKind(left) != "identifier" {
 		return
 	}
@@ -427,7 +430,7 @@ func (a *pyAnalysis) reference(n *ts.Node) {
 		}
 		return
 	}
-	if attr := n.ChildByFieldId(pyGrammar.fields["attribute"]); attr != nil && a.name(attr) == "__dict__" {
+	if attr := n.ChildByFieldId(pyGrammarOnce().fields["attribute"]); attr != nil && a.name(attr) == "__dict__" {
 		a.d.dynamic(a.text(n))
 	}
 }
@@ -435,13 +438,13 @@ func (a *pyAnalysis) reference(n *ts.Node) {
 // subscript flags lookups of functions by a name known at run time:
 // globals()[…], vars(os)[…], os.__dict__[…], sys.modules[…].
 func (a *pyAnalysis) subscript(n *ts.Node) {
-	v := n.ChildByFieldId(pyGrammar.fields["value"])
+	v := n.ChildByFieldId(pyGrammarOnce().fields["value"])
 	if v == nil {
 		return
 	}
 	switch {
 	case pyKind(v) == "call":
-		switch a.resolveName(v.ChildByFieldId(pyGrammar.fields["function"])) {
+		switch a.resolveName(v.ChildByFieldId(pyGrammarOnce().fields["function"])) {
 		case "globals", "locals", "vars":
 			a.d.dynamic(a.text(n))
 		}
@@ -474,8 +477,8 @@ func (a *pyAnalysis) resolveName(n *ts.Node) string {
 		}
 		return name
 	case "attribute":
-		obj := a.resolve(n.ChildByFieldId(pyGrammar.fields["object"]))
-		attr := a.name(n.ChildByFieldId(pyGrammar.fields["attribute"]))
+		obj := a.resolve(n.ChildByFieldId(pyGrammarOnce().fields["object"]))
+		attr := a.name(n.ChildByFieldId(pyGrammarOnce().fields["attribute"]))
 		if obj == "" || attr == "" {
 			return ""
 		}
@@ -499,7 +502,7 @@ func (a *pyAnalysis) resolve(n *ts.Node) string {
 	if pyKind(n) != "call" {
 		return a.resolveName(n)
 	}
-	fn := a.resolveName(n.ChildByFieldId(pyGrammar.fields["function"]))
+	fn := a.resolveName(n.ChildByFieldId(pyGrammarOnce().fields["function"]))
 	args := a.argNodes(n)
 	switch fn {
 	case "__import__", "importlib.import_module", "builtins.__import__":
@@ -541,7 +544,7 @@ func (a *pyAnalysis) args(call *ts.Node) *pyArgs {
 		a.argCache = map[uintptr]*pyArgs{}
 	}
 	a.argCache[id] = c
-	al := call.ChildByFieldId(pyGrammar.fields["arguments"])
+	al := call.ChildByFieldId(pyGrammarOnce().fields["arguments"])
 	if al == nil {
 		return c
 	}
@@ -553,7 +556,7 @@ func (a *pyAnalysis) args(call *ts.Node) *pyArgs {
 			if c.kw == nil {
 				c.kw = map[string]*ts.Node{}
 			}
-			c.kw[a.name(arg.ChildByFieldId(pyGrammar.fields["name"]))] = arg.ChildByFieldId(pyGrammar.fields["value"])
+			c.kw[a.name(arg.ChildByFieldId(pyGrammarOnce().fields["name"]))] = arg.ChildByFieldId(pyGrammarOnce().fields["value"])
 		case "dictionary_splat", "comment":
 		default:
 			c.pos = append(c.pos, arg)
@@ -570,7 +573,7 @@ func (a *pyAnalysis) kwarg(call *ts.Node, name string) *ts.Node { return a.args(
 
 // callNode judges one call.
 func (a *pyAnalysis) callNode(n *ts.Node) {
-	fnNode := n.ChildByFieldId(pyGrammar.fields["function"])
+	fnNode := n.ChildByFieldId(pyGrammarOnce().fields["function"])
 	if fnNode == nil {
 		return
 	}
@@ -579,7 +582,7 @@ func (a *pyAnalysis) callNode(n *ts.Node) {
 	// A method of a path object: Path(p).write_text(…) writes p.
 	var self *ts.Node
 	if pyKind(fnNode) == "attribute" {
-		obj := fnNode.ChildByFieldId(pyGrammar.fields["object"])
+		obj := fnNode.ChildByFieldId(pyGrammarOnce().fields["object"])
 		if strings.HasPrefix(name, "pathlib.Path.") {
 			self = a.pathOf(obj)
 		}
@@ -587,10 +590,10 @@ func (a *pyAnalysis) callNode(n *ts.Node) {
 	kind, ok := pySinks[name]
 	if !ok && pyKind(fnNode) == "attribute" {
 		// An unresolved receiver: known by the method's name alone.
-		if q, found := pyMethods[a.name(fnNode.ChildByFieldId(pyGrammar.fields["attribute"]))]; found {
+		if q, found := pyMethods[a.name(fnNode.ChildByFieldId(pyGrammarOnce().fields["attribute"]))]; found {
 			name, kind, ok = q, pySinks[q], true
 			if strings.HasPrefix(q, "pathlib.Path.") {
-				self = fnNode.ChildByFieldId(pyGrammar.fields["object"])
+				self = fnNode.ChildByFieldId(pyGrammarOnce().fields["object"])
 			}
 		}
 	}
@@ -754,8 +757,8 @@ func (a *pyAnalysis) eval(n *ts.Node, nest int) value {
 			return a.eval(n.NamedChild(0), nest+1)
 		}
 	case "binary_operator":
-		op := n.ChildByFieldId(pyGrammar.fields["operator"])
-		l, r := n.ChildByFieldId(pyGrammar.fields["left"]), n.ChildByFieldId(pyGrammar.fields["right"])
+		op := n.ChildByFieldId(pyGrammarOnce().fields["operator"])
+		l, r := n.ChildByFieldId(pyGrammarOnce().fields["left"]), n.ChildByFieldId(pyGrammarOnce().fields["right"])
 		switch a.text(op) {
 		case "+":
 			return concat(a.eval(l, nest+1), a.eval(r, nest+1))
@@ -779,8 +782,8 @@ func (a *pyAnalysis) eval(n *ts.Node, nest int) value {
 		}
 	case "subscript":
 		// os.environ['HOME']
-		if a.resolveName(n.ChildByFieldId(pyGrammar.fields["value"])) == "os.environ" {
-			if k := a.eval(n.ChildByFieldId(pyGrammar.fields["subscript"]), nest+1); k.known && homeVar(k.s) {
+		if a.resolveName(n.ChildByFieldId(pyGrammarOnce().fields["value"])) == "os.environ" {
+			if k := a.eval(n.ChildByFieldId(pyGrammarOnce().fields["subscript"]), nest+1); k.known && homeVar(k.s) {
 				return known("~")
 			}
 		}
@@ -795,7 +798,7 @@ func (a *pyAnalysis) isPath(n *ts.Node) bool {
 }
 
 func (a *pyAnalysis) evalCall(n *ts.Node, nest int) value {
-	fnNode := n.ChildByFieldId(pyGrammar.fields["function"])
+	fnNode := n.ChildByFieldId(pyGrammarOnce().fields["function"])
 	fn := a.resolveName(fnNode)
 	args := a.argNodes(n)
 	arg := func(i int) value {
@@ -833,8 +836,8 @@ func (a *pyAnalysis) evalCall(n *ts.Node, nest int) value {
 		return known(".")
 	}
 	if fnNode != nil && pyKind(fnNode) == "attribute" {
-		obj := fnNode.ChildByFieldId(pyGrammar.fields["object"])
-		method := a.name(fnNode.ChildByFieldId(pyGrammar.fields["attribute"]))
+		obj := fnNode.ChildByFieldId(pyGrammarOnce().fields["object"])
+		method := a.name(fnNode.ChildByFieldId(pyGrammarOnce().fields["attribute"]))
 		switch method {
 		case "format":
 			return a.format(a.eval(obj, nest+1), n, nest)
@@ -1014,7 +1017,7 @@ func (a *pyAnalysis) str(n *ts.Node, nest int) value {
 				b.WriteString(pyUnescape(t))
 			}
 		case "interpolation":
-			v := a.eval(c.ChildByFieldId(pyGrammar.fields["expression"]), nest+1)
+			v := a.eval(c.ChildByFieldId(pyGrammarOnce().fields["expression"]), nest+1)
 			b.WriteString(v.s)
 			out.known = out.known && v.known
 		case "escape_interpolation":
