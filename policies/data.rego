@@ -129,7 +129,7 @@ redis_finding contains {
 	"reason": "EVAL, EVALSHA, SCRIPT LOAD or FUNCTION LOAD runs a script inside the server",
 } if {
 	some t in redis_texts
-	regex.match(`(?m)^\s*(EVAL|EVALSHA|EVAL_RO|EVALSHA_RO|FCALL|FCALL_RO|SCRIPT\s+LOAD|FUNCTION\s+(LOAD|RESTORE))\b`, t)
+	regex.match(`(?m)^(\s*-{1,2}[A-Z-]+(\s+[^-\s]\S*)?)*\s*(EVAL|EVALSHA|EVAL_RO|EVALSHA_RO|FCALL|FCALL_RO|SCRIPT\s+LOAD|FUNCTION\s+(LOAD|RESTORE))\b`, t)
 }
 
 redis_finding contains {

@@ -83,8 +83,11 @@ func codeArg(c Command) (lang, code string, ok bool) {
 	args := c.Args
 	switch lang {
 	case "python":
-		for i, a := range args {
+		for i := 0; i < len(args); i++ {
+			a := args[i]
 			switch {
+			case a == "-W" || a == "-X" || a == "-Q" || a == "--check-hash-based-pycs":
+				i++ // an option's value
 			case a == "-c" && i+1 < len(args):
 				return lang, args[i+1], true
 			case strings.HasPrefix(a, "-c") && len(a) > 2:
@@ -117,24 +120,44 @@ func codeArg(c Command) (lang, code string, ok bool) {
 			return lang, strings.Join(parts, "\n"), true
 		}
 	case "perl", "ruby", "php":
+		// The letters that take code, and those whose value is the rest
+		// of their cluster (perl -MFile::Path, ruby -rfileutils).
+		code, valued, separate := "eE", "MmIxFCDidV", ""
+		switch lang {
+		case "ruby":
+			code, valued = "e", "IrCxFEKTWi"
+		case "php":
+			code, valued, separate = "r", "", "dcznft"
+		}
 		var parts []string
 		for i := 0; i < len(args); i++ {
 			a := args[i]
-			if !strings.HasPrefix(a, "-") || a == "--" {
+			if !strings.HasPrefix(a, "-") || a == "--" || a == "-" || strings.HasPrefix(a, "--") {
 				break
 			}
-			flag := "e"
-			if lang == "php" {
-				flag = "r"
-			}
-			// -e CODE, -E CODE, -ne CODE, -pie CODE, -eCODE
-			cluster := strings.TrimPrefix(a, "-")
-			if j := strings.IndexAny(cluster, flag+strings.ToUpper(flag)); j >= 0 && !strings.HasPrefix(a, "--") {
-				if rest := cluster[j+1:]; rest != "" && lang != "php" {
-					parts = append(parts, rest)
-				} else if i+1 < len(args) {
-					parts = append(parts, args[i+1])
+			cluster := a[1:]
+		letters:
+			for j := 0; j < len(cluster); j++ {
+				switch l := cluster[j]; {
+				case strings.IndexByte(code, l) >= 0:
+					// -e CODE, -ne CODE, -eCODE (php: -r CODE only)
+					if rest := cluster[j+1:]; rest != "" && lang != "php" {
+						parts = append(parts, rest)
+					} else if i+1 < len(args) {
+						parts = append(parts, args[i+1])
+						i++
+					}
+					break letters
+				case strings.IndexByte(valued, l) >= 0:
+					break letters
+				case (l == 'l' || l == '0') && lang != "php":
+					// -l and -0 take an optional octal or hex number
+					for j+1 < len(cluster) && strings.IndexByte("0123456789abcdefABCDEFx", cluster[j+1]) >= 0 && cluster[j+1] != 'e' && cluster[j+1] != 'E' {
+						j++
+					}
+				case strings.IndexByte(separate, l) >= 0:
 					i++
+					break letters
 				}
 			}
 		}

@@ -404,6 +404,12 @@ func (a *pyAnalysis) assignment(n *ts.Node) {
 	if q := a.resolve(right); q != "" {
 		a.aliases[name] = q
 		delete(a.consts, name)
+		if q == "pathlib.Path" && pyKind(right) == "call" {
+			// p = Path('/etc/x'): p is a path object and its path
+			if v := a.eval(right, 0); v.known {
+				a.consts[name] = v
+			}
+		}
 		return
 	}
 	delete(a.aliases, name)
