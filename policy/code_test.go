@@ -146,3 +146,29 @@ func TestSQLClassification(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeAndSQLDocumentsWithNulls: a caller's code and sql documents (as
+// policy eval --jsonl reads them) with null lists are decided, not failed:
+// the engine reads a null list as empty and derives the guards itself.
+func TestCodeAndSQLDocumentsWithNulls(t *testing.T) {
+	e := defaultEngine(t)
+	for _, doc := range []string{
+		`{"action":"input","program":"python3","code":{"calls":null,"modules":null,"languages":null}}`,
+		`{"action":"input","program":"python3","code":{"calls":[{"name":"os.kill","args":null}],"dynamic_calls":["eval"]}}`,
+		`{"action":"input","program":"psql","sql":{"statements":null}}`,
+		`{"action":"input","program":"psql","sql":{"statements":[{"verb":"DROP","classes":null}],"classes":null}}`,
+		`{"action":"input","program":"psql","sql":{"statements":[{"verb":"DROP","classes":["drop_database"]}],"classes":[]}}`,
+	} {
+		var in Input
+		if err := json.Unmarshal([]byte(doc), &in); err != nil {
+			t.Fatal(err)
+		}
+		d, err := e.Decide(context.Background(), in)
+		if err != nil {
+			t.Errorf("%s: %v", doc, err)
+		}
+		if strings.Contains(doc, "drop_database") && d.Rule != "sql.drop_database" || strings.Contains(doc, `"eval"`) && d.Rule != "code.dynamic" {
+			t.Errorf("%s: %+v: the engine did not derive the guards", doc, d)
+		}
+	}
+}
