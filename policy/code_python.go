@@ -107,7 +107,7 @@ func pyKind(n *ts.Node) string {
 var pyVocabulary = sync.OnceValue(func() map[string]bool {
 	return vocabulary(pySinks, pyMethods, pyDynamicModules,
 		"import", "getattr", "__import__", "import_module", "globals", "locals", "vars", "modules", "__builtins__",
-		"__dict__", "__loader__", "__spec__", "Path", "PosixPath", "PurePath", "PurePosixPath", "ctypes", "cffi")
+		"__dict__", "__loader__", "__spec__", "__globals__", "__subclasses__", "__code__", "__closure__", "__getattribute__", "Path", "PosixPath", "PurePath", "PurePosixPath", "ctypes", "cffi")
 })
 
 // pyAnalysis walks one parsed Python program.
@@ -436,8 +436,13 @@ func (a *pyAnalysis) reference(n *ts.Node) {
 		}
 		return
 	}
-	if attr := n.ChildByFieldId(pyGrammarOnce().fields["attribute"]); attr != nil && a.name(attr) == "__dict__" {
-		a.d.dynamic(a.text(n))
+	if attr := n.ChildByFieldId(pyGrammarOnce().fields["attribute"]); attr != nil {
+		switch a.name(attr) {
+		case "__dict__", "__globals__", "__subclasses__", "__builtins__", "__code__", "__closure__", "__getattribute__":
+			// introspection that reaches functions by a name the code
+			// holds as data: ().__class__.__base__.__subclasses__()…
+			a.d.dynamic(clip(a.text(n)))
+		}
 	}
 }
 

@@ -61,6 +61,7 @@ var codeCorpus = []struct {
 	{"python3", `eval(input())`, "confirm", "code.dynamic"},
 	{"python3", `exec("import os; os.system('rm -rf /')")`, "deny", "fs.rm_protected"},
 	{"python3", `globals()['__builtins__'].eval(s)`, "confirm", "code.dynamic"},
+	{"python3", `().__class__.__base__.__subclasses__()[133].__init__.__globals__['system']('id')`, "confirm", "code.dynamic"},
 	{"python3", `import ctypes; ctypes.CDLL(None).system(b"id")`, "confirm", "code.dynamic"},
 	{"python3", `os.kill(1, 9)`, "deny", "process.kill_broad"},
 	{"python3", `os.kill(os.getppid(), signal.SIGKILL)`, "deny", "self.tamper"},
