@@ -69,6 +69,13 @@ type Shell struct {
 	// Dynamic: some command's name or argument is computed at run time
 	// (one of Commands is Dynamic). Derived like Names.
 	Dynamic bool `json:"dynamic,omitempty"`
+	// code gathers what the code the line hands to interpreters does
+	// (python3 -c, node -e, a here-document fed to python3): the engine
+	// makes it the input's code document.
+	code *Code
+	// sql gathers the SQL the line hands to database clients (psql -c,
+	// mysql -e, sqlite3 DB SQL, a here-document fed to psql).
+	sql *SQL
 }
 
 // Command is one simple command.
@@ -706,6 +713,11 @@ func (w *walker) fed(cmds []Command, redirs []*syntax.Redirect) {
 		return
 	}
 	for _, c := range cmds {
+		if d := sqlDialect(c.Name); d != "" && len(sqlArgs(c)) == 0 {
+			for _, b := range bodies {
+				w.sh.Commands = append(w.sh.Commands, embedSQL(w.sh, d, b)...)
+			}
+		}
 		shell, ok := readsCode(c)
 		if !ok {
 			continue
@@ -716,9 +728,12 @@ func (w *walker) fed(cmds []Command, redirs []*syntax.Redirect) {
 		}
 		for _, b := range bodies {
 			sub := Shell{}
-			if shell {
+			switch lang := codeLanguage(c.Name); {
+			case shell:
 				parseInto(&sub, b, w.depth+1, nil)
-			} else {
+			case lang != "":
+				sub.Commands = embed(&sub, lang, b, w.depth+1)
+			default:
 				shellOut(&sub, b, w.depth+1)
 			}
 			mergeFlags(w.sh, &sub)
@@ -1042,6 +1057,16 @@ var wrapperOpts = map[string]string{
 // string it hands to a shell (sh -c, eval), which are parsed here.
 func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 	args := c.Args
+	if lang, code, ok := codeArg(c); ok {
+		return Command{}, false, embed(sh, lang, code, depth+1)
+	}
+	if d := sqlDialect(c.Name); d != "" {
+		var nested []Command
+		for _, q := range sqlArgs(c) {
+			nested = append(nested, embedSQL(sh, d, q)...)
+		}
+		return Command{}, false, nested
+	}
 	switch c.Name {
 	case "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash":
 		for i, a := range args {
@@ -1173,6 +1198,20 @@ func mergeFlags(dst, src *Shell) {
 	dst.RecursiveFunctions = append(dst.RecursiveFunctions, src.RecursiveFunctions...)
 	if dst.ParseError == "" {
 		dst.ParseError = src.ParseError
+	}
+	if src.sql != nil {
+		if dst.sql == nil {
+			dst.sql = &SQL{Dialect: src.sql.Dialect}
+		}
+		dst.sql.Statements = append(dst.sql.Statements, src.sql.Statements...)
+		dst.sql.derive()
+	}
+	if src.code != nil {
+		if dst.code == nil {
+			dst.code = &Code{}
+		}
+		dst.code.merge(src.code)
+		dst.code.finish()
 	}
 }
 
