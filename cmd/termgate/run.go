@@ -20,6 +20,7 @@ import (
 	"github.com/termgate/termgate/policies"
 	"github.com/termgate/termgate/policy"
 	"github.com/termgate/termgate/redact"
+	"github.com/termgate/termgate/sandbox"
 	"github.com/termgate/termgate/session"
 )
 
@@ -142,7 +143,21 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)
 	}
 	bg := context.Background()
-	if err := stages.record(bg, AuditEvent{Kind: "server_start"}); err != nil {
+	// What gateways killed before they could close their sessions left
+	// behind (private directories, cgroups, processes in them) goes now;
+	// only what is tagged with a gateway process that is gone.
+	startFields := map[string]any{}
+	sw, err := sandbox.Sweep()
+	if err != nil {
+		logger.Error("sweeping what dead gateways left", "err", err)
+	}
+	if len(sw.Dirs)+len(sw.Cgroups)+sw.Processes > 0 {
+		logger.Warn("removed what dead gateways left behind", "directories", len(sw.Dirs), "cgroups", len(sw.Cgroups), "processes_killed", sw.Processes)
+		startFields["termgate.sweep.directories"] = len(sw.Dirs)
+		startFields["termgate.sweep.cgroups"] = len(sw.Cgroups)
+		startFields["termgate.sweep.processes"] = sw.Processes
+	}
+	if err := stages.record(bg, AuditEvent{Kind: "server_start", Fields: startFields}); err != nil {
 		return err
 	}
 	if err := stages.record(bg, AuditEvent{Kind: "policy_load"}); err != nil {
@@ -323,6 +338,7 @@ func (g *gateway) shutdown() error {
 	defer cancel()
 	err := g.mgr.Shutdown(ctx)
 	g.ends.Wait()
+	sandbox.ReleaseOwner()
 	return err
 }
 
