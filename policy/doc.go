@@ -25,7 +25,8 @@
 //	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
 //	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},
 //	  "connect": {"host": "pypi.org", "port": 443, "program": "python3.11", "via": "connect",
-//	              "address": "…", "address_class": "public | loopback | private | link_local | …"},
+//	              "address": "…", "address_class": "public | loopback | private | link_local | …",
+//	              "resolved": true},
 //	  "client":  {"name": "…", "version": "…"}
 //	}
 //

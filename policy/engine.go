@@ -59,7 +59,8 @@ type Input struct {
 // for an address literal or a name judged again once resolved to an
 // address that is not public, that address and its class (public,
 // loopback, private, link_local, shared, unspecified, multicast,
-// reserved).
+// reserved); resolved says the address is what the name resolved to (the
+// name itself was judged and allowed first).
 type Connect struct {
 	Host         string `json:"host"`
 	Port         int    `json:"port"`
@@ -67,6 +68,7 @@ type Connect struct {
 	Via          string `json:"via"`
 	Address      string `json:"address,omitempty"`
 	AddressClass string `json:"address_class,omitempty"`
+	Resolved     bool   `json:"resolved,omitempty"`
 }
 
 // Session names the session an input goes to.
