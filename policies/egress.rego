@@ -9,8 +9,10 @@ package termgate
 # program asked for (a lower-case name, or an address literal as spelled);
 # address and address_class are set for an address literal, and when a
 # name resolved to an address that is not public (the proxy asks again
-# with it). via is connect, http, socks5, or direct (one of the profile's
-# direct destinations, which the program reaches without a proxy).
+# with it, and resolved true: the name itself was judged and allowed
+# first, so only what the address is is judged then). via is connect,
+# http, socks5, or direct (one of the profile's direct destinations, which
+# the program reaches without a proxy).
 #
 # Lists in data.termgate.egress: allow (host globs, "*" one label; a bare
 # entry covers web_ports, "host:port" that port only), internal_hosts (names
@@ -79,6 +81,7 @@ finding contains {
 } if {
 	input.action == "connect"
 	input.connect.via != "direct"
+	not input.connect.resolved
 	not connect_listed
 }
 

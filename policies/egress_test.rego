@@ -10,7 +10,13 @@ connect(host, port, program) := {
 }
 
 # resolved is connect judged again with the address its name resolved to.
-resolved(host, port, address, class) := object.union(connect(host, port, "curl"), {"connect": {"host": host, "port": port, "program": "curl", "via": "connect", "address": address, "address_class": class}})
+# (An address literal is judged once, with its address: resolved is for
+# names only.)
+resolved(host, port, address, class) := object.union(connect(host, port, "curl"), {"connect": {"host": host, "port": port, "program": "curl", "via": "connect", "address": address, "address_class": class, "resolved": not_literal(host)}})
+
+not_literal(host) := false if regex.match(`^[0-9.]+$|^0x|:`, host)
+
+else := true
 
 via(doc, how) := object.union(doc, {"connect": object.union(doc.connect, {"via": how})})
 
@@ -66,15 +72,13 @@ test_connect_internal_addresses_ask if {
 }
 
 test_connect_internal_hosts_and_direct if {
+	# An internal name's address, once the name was allowed: allowed.
 	doc := resolved("git.corp.example", 443, "10.1.2.3", "private")
 	d := termgate.decision with input as doc with data.termgate.egress.internal_hosts as ["*.corp.example"]
-	d.rule == "net.connect_unlisted"
+	d.action == "allow"
 
-	# Listed and internal: allowed.
-	allowed_with := termgate.decision with input as doc
-		with data.termgate.egress.internal_hosts as ["*.corp.example"]
-		with data.termgate.egress.allow as ["*.corp.example"]
-	allowed_with.action == "allow"
+	# Its name is still judged by the allow list, first.
+	confirm_by(connect("git.corp.example", 443, "git"), "net.connect_unlisted")
 
 	# A direct destination of the profile is the operator's own: not
 	# asked for being loopback or unlisted, but still not the metadata.

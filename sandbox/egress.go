@@ -52,8 +52,8 @@ import (
 // hosts both (domain fronting); plain http requests are sent with the
 // judged host as their Host.
 type Egress struct {
-	judge    func(context.Context, Destination) Verdict
-	report   func(Connection)
+	judge    func(context.Context, *EgressSession, Destination) Verdict
+	report   func(*EgressSession, Connection)
 	hosts    map[string][]netip.Addr
 	resolver *net.Resolver
 	dial     time.Duration
@@ -65,11 +65,12 @@ type Egress struct {
 
 // EgressOptions configure an Egress.
 type EgressOptions struct {
-	// Judge decides each new destination; it may block (a human is
-	// asked). Required.
-	Judge func(ctx context.Context, d Destination) Verdict
+	// Judge decides each new destination of a session; it may block (a
+	// human is asked), and its context ends when the session's proxy is
+	// closed. Required.
+	Judge func(ctx context.Context, s *EgressSession, d Destination) Verdict
 	// Report is told of every connection when it ends or is refused.
-	Report func(c Connection)
+	Report func(s *EgressSession, c Connection)
 	// Hosts are names the proxy resolves itself, before DNS (the
 	// operator's --egress-hosts; names are lower case, without a final
 	// dot).
@@ -101,6 +102,9 @@ type Destination struct {
 	// multicast or reserved.
 	Address      string `json:"address,omitempty"`
 	AddressClass string `json:"address_class,omitempty"`
+	// Resolved: Address is what the name Host resolved to (the second
+	// judgement; the name itself was allowed).
+	Resolved bool `json:"resolved,omitempty"`
 }
 
 func (d Destination) String() string {
@@ -215,8 +219,11 @@ func (e *Egress) NewSession() *EgressSession {
 	return s
 }
 
-// Name is the launch's name, once attached.
+// Name is the launch's name (the session's id), once attached.
 func (s *EgressSession) Name() string { return s.name }
+
+// Profile is the launch's profile, once attached.
+func (s *EgressSession) Profile() string { return s.profile }
 
 // Close stops the session's listeners, ends its connections (a judgement
 // in progress is cancelled) and waits for them. It is safe to call more
@@ -622,7 +629,7 @@ func (s *EgressSession) open(dst Destination) (net.Conn, Destination, Verdict, e
 	if isAddr {
 		dst.Address, dst.AddressClass = literal.String(), AddressClass(literal)
 	}
-	v := s.e.judge(s.ctx, dst)
+	v := s.e.judge(s.ctx, s, dst)
 	if !v.Allow {
 		return nil, dst, v, nil
 	}
@@ -637,10 +644,10 @@ func (s *EgressSession) open(dst Destination) (net.Conn, Destination, Verdict, e
 	for _, a := range addrs {
 		a = a.Unmap()
 		d2 := dst
-		d2.Address, d2.AddressClass = a.String(), AddressClass(a)
+		d2.Address, d2.AddressClass, d2.Resolved = a.String(), AddressClass(a), !isAddr
 		v2 := v
 		if !isAddr && d2.AddressClass != "public" {
-			if v2 = s.e.judge(s.ctx, d2); !v2.Allow {
+			if v2 = s.e.judge(s.ctx, s, d2); !v2.Allow {
 				last, lastV = d2, v2
 				continue
 			}
@@ -705,7 +712,7 @@ func (s *EgressSession) reportConn(c Connection) {
 		c.Duration = time.Since(c.Start)
 	}
 	if s.e.report != nil {
-		s.e.report(c)
+		s.e.report(s, c)
 	}
 }
 
@@ -870,6 +877,10 @@ func normalizeHost(h string) (string, error) {
 	}
 	return h, nil
 }
+
+// AddressLiteral reads host as the proxy does: an address literal in any
+// spelling a resolver takes (see parseAddr), or not one (a name).
+func AddressLiteral(host string) (netip.Addr, bool) { return parseAddr(host) }
 
 // parseAddr reads an address literal in every spelling a program's
 // resolver would take as one: IPv6 (a zone dropped; mapped, NAT64, 6to4

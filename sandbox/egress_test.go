@@ -27,14 +27,14 @@ type egressLog struct {
 	verdic func(Destination) Verdict
 }
 
-func (l *egressLog) judge(_ context.Context, d Destination) Verdict {
+func (l *egressLog) judge(_ context.Context, _ *EgressSession, d Destination) Verdict {
 	l.mu.Lock()
 	l.asked = append(l.asked, d)
 	l.mu.Unlock()
 	return l.verdic(d)
 }
 
-func (l *egressLog) report(c Connection) {
+func (l *egressLog) report(_ *EgressSession, c Connection) {
 	l.mu.Lock()
 	l.conns = append(l.conns, c)
 	l.mu.Unlock()
@@ -347,7 +347,7 @@ func FuzzEgressRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		e, err := NewEgress(EgressOptions{Helper: "/nonexistent", DialTimeout: 50 * time.Millisecond, Judge: func(_ context.Context, d Destination) Verdict {
+		e, err := NewEgress(EgressOptions{Helper: "/nonexistent", DialTimeout: 50 * time.Millisecond, Judge: func(_ context.Context, _ *EgressSession, d Destination) Verdict {
 			if _, err := normalizeHost(d.Host); err != nil || d.Port < 1 || d.Port > 65535 {
 				t.Errorf("the judge was asked about %+v", d)
 			}

@@ -105,7 +105,10 @@ def raw():
     socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
 def packet():
     socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-attempt("udp", udp); attempt("tcp", tcp); attempt("raw", raw); attempt("packet", packet)
+def unix():
+    socket.socket(socket.AF_UNIX).connect("/run/systemd/private")
+attempt("udp", udp); attempt("tcp", tcp); attempt("raw", raw); attempt("packet", packet); attempt("unix", unix)
+a, b = socket.socketpair(); a.send(b"pair"); print("socketpair", b.recv(4).decode())
 EOF
 grep -c "^    ProxyCommand '.*__termgate-connect 127.0.0.1:3128 %%h %%p$" /etc/ssh/ssh_config
 ssh -v -p %[2]d -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null git@allowed.test true 2>&1 | grep -o "remote software version [a-z-]*"
@@ -126,6 +129,8 @@ ssh -p %[2]d -o BatchMode=yes git@denied.test true 2>&1 | grep -o "termgate: the
 		"tcp blocked: Network is unreachable",
 		"raw blocked: Operation not permitted",
 		"packet blocked: Operation not permitted",
+		"unix blocked: Permission denied",
+		"socketpair pair",
 		"remote software version termgate-test-sshd",
 		fmt.Sprintf("termgate: the sandbox refused a connection to denied.test:%d by ssh: test.refuse", sshPort),
 	} {

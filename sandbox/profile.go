@@ -33,7 +33,13 @@ type Profile struct {
 	// programs that speak no proxy protocol (database clients): the
 	// gateway forwards each, judged and audited per connection.
 	Direct []Direct `json:"direct"`
-	Limits Limits   `json:"limits"`
+	// UnixSockets lets a proxy session make unix sockets, and so connect
+	// to one outside it (an ssh agent, a database's local socket), which
+	// Landlock below ABI 9 cannot tell apart from its own; without it,
+	// socket(AF_UNIX) is refused (socketpair is not), as network none
+	// refuses connect.
+	UnixSockets bool   `json:"unix_sockets"`
+	Limits      Limits `json:"limits"`
 	// Env is the environment allowlist: the gateway's variables a session
 	// gets, by name or by a pattern with * (LC_*). Nil: DefaultEnv.
 	Env []string `json:"env"`
@@ -98,6 +104,7 @@ type Spec struct {
 	NeedsCgroup bool     `json:"needs_cgroup"` // processes can only be bounded by a cgroup (uid 0)
 	MinABI      int      `json:"min_abi"`      // the Landlock ABI required; 0: MinABI
 	Direct      []Direct `json:"direct"`
+	UnixSockets bool     `json:"unix_sockets"`
 	// Isolate is what the launcher unshares before it drops its
 	// capabilities (Attach fills it): see Isolation.
 	Isolate *Isolation `json:"isolate,omitempty"`
@@ -165,6 +172,7 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 		}
 		s.Direct = p.Direct
 	}
+	s.UnixSockets = p.UnixSockets
 	g, err := newGuard(protected)
 	if err != nil {
 		return s, err

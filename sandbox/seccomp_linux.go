@@ -91,6 +91,15 @@ func applySeccomp(s Spec) error {
 			return fmt.Errorf("seccomp connect: %v", err)
 		}
 	}
+	if s.Network == "proxy" && !s.UnixSockets {
+		// Connecting to a unix socket outside the session (docker.sock, a
+		// D-Bus bus) is not a matter for Landlock before ABI 9, and connect
+		// must stay open for TCP to the proxy: no unix socket is made.
+		cond, _ := seccomp.MakeCondition(0, seccomp.CompareEqual, unix.AF_UNIX)
+		if err := add("socket", eaccess, cond); err != nil {
+			return fmt.Errorf("seccomp socket: %v", err)
+		}
+	}
 	if s.Network == "proxy" && !ownNetwork(s) {
 		// A proxy session on the host's network: TCP reaches the proxy's
 		// port only (Landlock); datagram and raw sockets are refused here.
