@@ -184,6 +184,14 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	gw.confirmer = confirmer
 	gw.protected = protectedPaths(cfg, getenv)
 	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
+	hosts, err := readEgressHosts(cfg.EgressHosts)
+	if err != nil {
+		return err
+	}
+	if gw.egress, err = newEgressGate(gw, hosts); err != nil {
+		return err
+	}
+	defer gw.egress.close()
 	// Sessions must not read this process's memory or environment.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)
@@ -260,6 +268,7 @@ type gateway struct {
 	getenv    func(string) string
 	protected []string // the gateway's own files: no session reaches them
 	confirmer *humanConfirmer
+	egress    *egressGate // the egress proxy's judge; nil: no proxy sessions
 
 	// ends counts the watchers that record each session's end.
 	ends sync.WaitGroup

@@ -69,6 +69,23 @@ func TestEscapeBattery(t *testing.T) {
 	}
 	defer lt.Close()
 	port := lt.Addr().(*net.TCPAddr).Port
+	// A UDP echo on the host's loopback: an answer is a way out.
+	lu, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lu.Close()
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			n, from, err := lu.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			lu.WriteTo(buf[:n], from)
+		}
+	}()
+	udpPort := lu.LocalAddr().(*net.UDPAddr).Port
 	tiny := tinyBundle(t)
 
 	sh := func(script string) []string { return []string{"sh", "-c", script} }
@@ -110,12 +127,16 @@ func TestEscapeBattery(t *testing.T) {
 		{"abstract unix socket outside", nil, tryPy("s = socket.socket(socket.AF_UNIX)\ns.connect('\\0" + abstract[1:] + "')")},
 		{"pathname unix socket outside", nil, tryPy("s = socket.socket(socket.AF_UNIX)\ns.connect('" + sock + "')")},
 		{"TCP to loopback", nil, tryPy(fmt.Sprintf("socket.create_connection(('127.0.0.1', %d), timeout=2)", port))},
-		{"UDP", nil, tryPy("socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))")},
+		{"UDP to the host's loopback", nil, tryPy(fmt.Sprintf("s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.settimeout(2)\ns.sendto(b'x', ('127.0.0.1', %d))\ns.recvfrom(16)", udpPort))},
+		{"UDP out", nil, tryPy("socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('8.8.8.8', 53))")},
+		{"TCP out around the proxy", nil, tryPy("socket.create_connection(('140.82.112.3', 443), timeout=2)")},
 		{"raw socket", nil, tryPy("socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)")},
 		{"AF_PACKET", nil, tryPy("socket.socket(socket.AF_PACKET, socket.SOCK_RAW)")},
 		{"AF_VSOCK", nil, tryPy("socket.socket(40, socket.SOCK_STREAM)")},
 		{"AF_ALG", nil, tryPy("socket.socket(38, socket.SOCK_SEQPACKET)")},
-		{"TCP in the network profile, to a port it does not allow", []string{"--profile", "network"}, tryPy(fmt.Sprintf("socket.create_connection(('127.0.0.1', %d), timeout=2)", port))},
+		{"TCP in the network profile, around the proxy", []string{"--profile", "network"}, tryPy(fmt.Sprintf("socket.create_connection(('127.0.0.1', %d), timeout=2)", port))},
+		{"UDP in the network profile", []string{"--profile", "network"}, tryPy(fmt.Sprintf("s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.settimeout(2)\ns.sendto(b'x', ('127.0.0.1', %d))\ns.recvfrom(16)", udpPort))},
+		{"the strict profile's TCP", []string{"--profile", "strict"}, tryPy(fmt.Sprintf("socket.create_connection(('127.0.0.1', %d), timeout=2)", port))},
 		{"fork bomb", []string{"--profile", "tiny", "--policy-dir", tiny}, py("import os, time\nn = 0\ntry:\n    for i in range(1000):\n        if os.fork() == 0:\n            time.sleep(3); os._exit(0)\n        n += 1\n    print('ESCAPED', n)\nexcept OSError as e:\n    print('BLOCKED after', n, e)")},
 		{"memory hog", []string{"--profile", "tiny", "--policy-dir", tiny}, tryPy("b = bytearray(1 << 30)")},
 		{"disk fill", []string{"--profile", "tiny", "--policy-dir", tiny}, sh("head -c 4000000 /dev/zero > big 2>/dev/null; [ $(stat -c %s big) -le 1048576 ] && echo BLOCKED || echo ESCAPED")},

@@ -149,6 +149,8 @@ type ioOut struct {
 	EchoOff    bool      `json:"echo_off,omitempty" jsonschema:"the terminal is reading with echo off (a password prompt)"`
 	LostLines  int64     `json:"lost_lines,omitempty" jsonschema:"lines that scrolled past the scrollback before they could be read"`
 	Decision   *Decision `json:"decision,omitempty" jsonschema:"the gate's decision on this input"`
+	Refused    []Refusal `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while this call ran (a connection the egress proxy refused): destination, program, profile, rule, reason"`
+	refusedN   int       // refusals past the list
 }
 
 func (o ioOut) text() string {
@@ -157,6 +159,7 @@ func (o ioOut) text() string {
 	if o.Output != "" && !strings.HasSuffix(o.Output, "\n") {
 		b.WriteByte('\n')
 	}
+	b.WriteString(refusedText(o.Refused, o.refusedN))
 	fmt.Fprintf(&b, "[session %s · %s", o.SessionID, o.Program)
 	if o.Complete {
 		fmt.Fprintf(&b, " · complete (%s)", o.Completion)
@@ -339,6 +342,7 @@ type startOut struct {
 	Sandbox     string            `json:"sandbox" jsonschema:"the session's confinement"`
 	Stages      map[string]string `json:"stages" jsonschema:"which gateway stages are in force"`
 	Decision    *Decision         `json:"decision,omitempty" jsonschema:"the gate's decision on the start"`
+	Refused     []Refusal         `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while the program started (a connection the egress proxy refused)"`
 }
 
 // sandboxText says how a session is confined, for results.
@@ -410,6 +414,8 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, out, err
 	}
+	ctx, done := g.egress.call(ctx, req, "", l.egress)
+	defer done()
 	env := mergeEnv(l.env, append([]string{"TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec}
 	var tap *recordingTap
@@ -425,8 +431,10 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	s, err := g.mgr.Start(spec)
 	if err != nil {
+		g.egress.end(l.egress)
 		return nil, out, fmt.Errorf("session not started: %w", err)
 	}
+	g.egress.started(s.ID(), l.egress)
 	if tapErr != nil {
 		_ = g.mgr.Close(ctx, s.ID())
 		return nil, out, fmt.Errorf("session not started: its recording could not be made: %w", tapErr)
@@ -444,6 +452,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	go func() {
 		defer g.ends.Done()
 		<-s.Done()
+		g.egress.end(l.egress)
 		if tap != nil {
 			if err := tap.close(); err != nil {
 				g.log.Error("closing a recording", "session", s.ID(), "err", err)
@@ -466,11 +475,13 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		Prompt: g.stages.redact(r.Prompt), Truncated: truncated,
 		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d,
 	}
-	if err := g.stages.outcome(ctx, gin, d, "session "+s.ID()+" started", summarize(text, out.Completion, nil)); err != nil {
+	refusedN := 0
+	out.Refused, refusedN = g.egress.refused(ctx)
+	if err := g.stages.outcome(ctx, gin, d, "session "+s.ID()+" started", withRefusals(summarize(text, out.Completion, nil), out.Refused)); err != nil {
 		return nil, out, err
 	}
 	g.log.Info("session started", "session", s.ID(), "program", st.Program, "pid", st.Pid, "mode", mode)
-	summary := fmt.Sprintf("%s[session %s started: %s, pid %d, %s", withNL(text), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
+	summary := fmt.Sprintf("%s%s[session %s started: %s, pid %d, %s", withNL(text), refusedText(out.Refused, refusedN), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
 	if out.Prompt != "" {
 		summary += fmt.Sprintf(", prompt %q", out.Prompt)
 	}
@@ -582,6 +593,8 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	o.Judge = g.lineJudge(ctx, s, gin)
 	o.Approved = strings.Split(strings.ReplaceAll(in.Text, "\r\n", "\n"), "\n")
+	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+	defer done()
 	r, err := s.Send(ctx, in.Text, enter, o)
 	if err != nil {
 		return nil, out, sendError(s, err)
@@ -664,6 +677,8 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 	if err != nil {
 		return nil, out, err
 	}
+	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+	defer done()
 	r, err := s.Send(ctx, value, in.Enter == nil || *in.Enter, o)
 	if err != nil {
 		return nil, out, sendError(s, err)
@@ -727,9 +742,10 @@ func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Re
 		Busy: st.Busy, Truncated: truncated, Screen: r.Screen, Continued: r.Continued,
 		EchoOff: st.EchoOff, LostLines: r.LostLines, Decision: d,
 	}
+	out.Refused, out.refusedN = g.egress.refused(ctx)
 	if d != nil {
 		summary := fmt.Sprintf("%s: %d characters of output", out.Completion, len(text))
-		if err := g.stages.outcome(ctx, gin, *d, summary, summarize(text, out.Completion, r.ExitCode)); err != nil {
+		if err := g.stages.outcome(ctx, gin, *d, summary, withRefusals(summarize(text, out.Completion, r.ExitCode), out.Refused)); err != nil {
 			return nil, out, fmt.Errorf("the audit log could not record the outcome: %w", err)
 		}
 	}
@@ -790,6 +806,8 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, out, err
 	}
 	o.Judge = g.lineJudge(ctx, s, gin)
+	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+	defer done()
 	r, err := s.SendKeys(ctx, keys, o)
 	if err != nil {
 		return nil, out, sendError(s, err)
@@ -836,6 +854,8 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 		if in.TimeoutMs == 0 && in.WaitFor == "" {
 			o.Timeout = 0
 		}
+		ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+		defer done()
 		r, err := s.Read(ctx, o)
 		if err != nil {
 			return nil, out, err
@@ -1047,6 +1067,7 @@ type execOut struct {
 	Duration  int64     `json:"duration_ms" jsonschema:"how long it ran"`
 	Sandbox   string    `json:"sandbox" jsonschema:"the command's confinement"`
 	Decision  *Decision `json:"decision,omitempty" jsonschema:"the gate's decision"`
+	Refused   []Refusal `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while the command ran (a connection the egress proxy refused): destination, program, profile, rule, reason"`
 }
 
 func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, execOut, error) {
@@ -1094,6 +1115,9 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	if err != nil {
 		return nil, out, err
 	}
+	ctx, done := g.egress.call(ctx, req, "", l.egress)
+	defer done()
+	defer g.egress.end(l.egress)
 	env := mergeEnv(l.env, append([]string{"TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	sb := l.spec
 	r, err := session.Exec(ctx, argv, dir.Path, env, limit, 4*g.cfg.MaxOutput, g.redactor, sb)
@@ -1105,9 +1129,12 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 		Output: text, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Truncated: truncated || r.Truncated,
 		Duration: r.Duration.Milliseconds(), Sandbox: sandboxStatusOf(sb, r.Sandbox), Decision: &d,
 	}
-	if err := g.stages.outcome(ctx, gin, d, fmt.Sprintf("exit %d", r.ExitCode), summarize(text, "exited", &r.ExitCode)); err != nil {
+	refusedN := 0
+	out.Refused, refusedN = g.egress.refused(ctx)
+	if err := g.stages.outcome(ctx, gin, d, fmt.Sprintf("exit %d", r.ExitCode), withRefusals(summarize(text, "exited", &r.ExitCode), out.Refused)); err != nil {
 		return nil, out, err
 	}
+	text = withNL(text) + refusedText(out.Refused, refusedN)
 	status := fmt.Sprintf("[exit %d · %d ms", r.ExitCode, out.Duration)
 	if r.TimedOut {
 		status += fmt.Sprintf(" · killed at the %s limit", limit)
