@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -10,10 +12,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/termgate/termgate/sandbox"
+	"github.com/termgate/termgate/session"
 )
 
 // The egress stage: the gateway's side of the sandbox's egress proxy.
@@ -23,13 +27,18 @@ import (
 //   - allow and deny are the policy's; confirm asks the human through the
 //     call in flight on the session (the session_send, session_keys,
 //     session_read, session_start or exec whose command is connecting),
-//     by elicitation, bound to the destination as any confirmation is.
-//     With no call in flight (a background job), or a client that can
-//     only answer by retrying the call (protocol 2026-07-28 input
-//     requests cannot hold a connection open), the connection is refused
-//     and the result of the next call says so; --confirm-mode=agent gives
-//     the agent a token for the confirm tool, and the next attempt after
-//     it is redeemed passes.
+//     bound to the destination as any confirmation is. A client that
+//     takes server requests during a call (before protocol 2026-07-28)
+//     gets an elicitation while the connection waits. A client that is
+//     asked only through a call's result (input requests) cannot hold a
+//     connection open: the connection is refused at once, the call's
+//     result asks the human about every destination it refused so, and
+//     the client's retry with the answer records it for the session and
+//     runs the call again (a declined one is not run again). With no call
+//     in flight (a background job) the connection is refused and the
+//     next call's result says so; --confirm-mode=agent gives the agent a
+//     token for the confirm tool, and the next attempt after it is
+//     redeemed passes.
 //   - decisions are cached per session and destination (host, port,
 //     program, and the address when it was judged) for the session's
 //     life, keyed by the bundle's hash too, so a reload judges again. A
@@ -85,7 +94,8 @@ const maxRefusals = 20
 type egressGate struct {
 	g        *gateway
 	proxy    *sandbox.Egress
-	auditBad atomic.Bool // the last network record could not be written
+	auditBad atomic.Bool          // the last network record could not be written
+	asks     map[string]egressAsk // by nonce: destinations a call's result asked about
 	// noHuman, when set, is why no human can be asked (termgate sandbox
 	// run); notify is told of each refusal as it happens.
 	noHuman string
@@ -116,12 +126,29 @@ type egressCall struct {
 	req     *mcp.CallToolRequest
 	refused []Refusal
 	dropped int
+	ask     []egressQuestion // to ask the human in the call's result
 }
+
+// egressQuestion is a destination refused for a human to decide.
+type egressQuestion struct {
+	in  GateInput
+	dec Decision
+	key egressKey
+}
+
+// egressAsk is what a call's result asked, until the retry answers.
+type egressAsk struct {
+	questions []egressQuestion
+	expires   time.Time
+}
+
+// maxAsk is how many destinations one result asks about.
+const maxAsk = 8
 
 type egressCallKey struct{}
 
 func newEgressGate(g *gateway, hosts map[string][]netip.Addr) (*egressGate, error) {
-	eg := &egressGate{g: g, states: map[*sandbox.EgressSession]*egressState{}, bySession: map[string]*sandbox.EgressSession{}}
+	eg := &egressGate{g: g, states: map[*sandbox.EgressSession]*egressState{}, bySession: map[string]*sandbox.EgressSession{}, asks: map[string]egressAsk{}}
 	p, err := sandbox.NewEgress(sandbox.EgressOptions{Judge: eg.judge, Report: eg.report, Hosts: hosts})
 	if err != nil {
 		return nil, err
@@ -286,6 +313,21 @@ func (eg *egressGate) judge(ctx context.Context, es *sandbox.EgressSession, d sa
 		if p.Auditor != nil {
 			err = p.Auditor.Record(actx, AuditEvent{Kind: "decision", Input: gin, Decision: dec})
 		}
+	case dec.Action == "confirm" && asksByResult(call.req) && p.Confirmer != nil && eg.g.confirmer != nil:
+		eg.mu.Lock()
+		asked := len(call.ask) < maxAsk
+		if asked {
+			call.ask = append(call.ask, egressQuestion{in: gin, dec: dec, key: key})
+		}
+		eg.mu.Unlock()
+		why := "this call's result asks the human; an approval runs the call again"
+		if !asked {
+			why = "this call's result asks about the first " + fmt.Sprint(maxAsk) + " only"
+		}
+		dec = dec.refused(dec.Reason + " (needs a human's confirmation: " + why + ")")
+		if p.Auditor != nil {
+			err = p.Auditor.Record(actx, AuditEvent{Kind: "decision", Input: gin, Decision: dec})
+		}
 	default:
 		rec := &answerRecorder{inner: p.Confirmer}
 		if p.Confirmer != nil {
@@ -316,6 +358,182 @@ func (eg *egressGate) judge(ctx context.Context, es *sandbox.EgressSession, d sa
 		eg.mu.Unlock()
 	}
 	return v
+}
+
+// asksByResult reports whether the client is asked only through a call's
+// result (input requests), as Confirm does for it.
+func asksByResult(req *mcp.CallToolRequest) bool {
+	if req == nil || req.Session == nil || req.ProtocolVersion() < "2026-07-28" {
+		return false
+	}
+	caps := req.ClientCapabilities()
+	return caps != nil && caps.Elicitation != nil
+}
+
+// askResult is the result that asks the human about the destinations the
+// call in ctx refused for want of an answer, or nil when there are none.
+// The sealed state binds the session and the call's exact input, as a
+// confirmation's does; the retry that carries the answer is taken by
+// answer.
+func (eg *egressGate) askResult(ctx context.Context, call GateInput) *mcp.CallToolResult {
+	c, _ := ctx.Value(egressCallKey{}).(*egressCall)
+	if eg == nil || c == nil || eg.g.confirmer == nil {
+		return nil
+	}
+	eg.mu.Lock()
+	qs := c.ask
+	c.ask = nil
+	eg.mu.Unlock()
+	if len(qs) == 0 {
+		return nil
+	}
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		return nil
+	}
+	n := hex.EncodeToString(nonce)
+	exp := time.Now().Add(eg.g.confirmer.ttl)
+	state, err := eg.g.confirmer.seal(confirmState{Session: sessionRef(call), Hash: "egress:" + inputHash(call), Rule: egressRule, Nonce: n, Expires: exp.Unix()})
+	if err != nil {
+		return nil
+	}
+	for _, q := range qs {
+		if err := eg.g.stages.record(ctx, AuditEvent{Kind: "confirmation_asked", Input: q.in, Decision: q.dec}); err != nil {
+			return nil // unrecorded, so not asked: the refusals stand
+		}
+	}
+	eg.mu.Lock()
+	now := time.Now()
+	for k, a := range eg.asks {
+		if now.After(a.expires) {
+			delete(eg.asks, k)
+		}
+	}
+	eg.asks[n] = egressAsk{questions: qs, expires: exp}
+	eg.mu.Unlock()
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{egressInput: egressQuestionParams(qs, eg.g.stages.redact)},
+		RequestState:  state,
+	}
+}
+
+// The input request and the rule a call's egress questions go by.
+const (
+	egressInput = "egress"
+	egressRule  = "egress.ask"
+)
+
+// egressQuestionParams asks about the destinations a call refused.
+func egressQuestionParams(qs []egressQuestion, red func(string) string) *mcp.ElicitParams {
+	show := func(s string) string { return escapeText(red(s)) }
+	p := connectQuestion(qs[0].in, qs[0].dec, show)
+	if len(qs) > 1 {
+		var b strings.Builder
+		b.WriteString(p.Message)
+		b.WriteString("\nand, with the same answer:\n")
+		for _, q := range qs[1:] {
+			fmt.Fprintf(&b, "  %s port %d (program %s; %s)\n", show(q.in.Connect.Host), q.in.Connect.Port, show(q.in.Connect.Program), show(q.dec.Rule))
+		}
+		p.Message = b.String()
+	}
+	p.Message += "\nThe command was refused these connections; if you allow them, the agent's call runs again.\n"
+	return p
+}
+
+// answer takes a retry that carries the human's answer to a call's egress
+// questions: the answer is recorded (audited, and cached for the launch
+// es, the session's, or, for a start or exec, the new launch's), the
+// state is removed from the request so that the gate does not read it,
+// and declined reports that the call must not run again. A request state
+// that is not an egress answer is left alone.
+func (eg *egressGate) answer(ctx context.Context, req *mcp.CallToolRequest, call GateInput) (answers []egressVerdict, declined error, err error) {
+	if eg == nil || req == nil || req.Params == nil || req.Params.RequestState == "" || eg.g.confirmer == nil {
+		return nil, nil, nil
+	}
+	st, oerr := eg.g.confirmer.open(req.Params.RequestState)
+	if oerr != nil || st.Rule != egressRule || !strings.HasPrefix(st.Hash, "egress:") {
+		return nil, nil, nil // a confirmation's, for the gate
+	}
+	exp := time.Unix(st.Expires, 0)
+	switch {
+	case time.Now().After(exp):
+		return nil, nil, errors.New("the human's answer about the connections came too late; send the call again")
+	case st.Hash != "egress:"+inputHash(call) || st.Session != sessionRef(call):
+		return nil, nil, errors.New("the call changed after the human was asked about its connections")
+	case !eg.g.confirmer.redeem(st.Nonce, exp):
+		return nil, nil, errors.New("the human's answer about the connections was already used")
+	}
+	eg.mu.Lock()
+	ask, ok := eg.asks[st.Nonce]
+	delete(eg.asks, st.Nonce)
+	eg.mu.Unlock()
+	if !ok {
+		return nil, nil, errors.New("the gateway no longer holds the question this answer is to; send the call again")
+	}
+	resp, _ := req.Params.InputResponses[egressInput].(*mcp.ElicitResult)
+	yes, why := approved(resp)
+	how := "approved by the human"
+	if why != nil {
+		how = why.Error()
+	}
+	for _, q := range ask.questions {
+		if err := eg.g.stages.record(ctx, AuditEvent{Kind: "confirmation_answered", Input: q.in, Decision: q.dec, Approved: yes, Outcome: how}); err != nil {
+			return nil, nil, fmt.Errorf("%w: the audit log could not record the human's answer (%v); nothing was run", ErrRefused, err)
+		}
+		v := sandbox.Verdict{Allow: yes, Rule: q.dec.Rule, Reason: eg.g.stages.redact(q.dec.Reason)}
+		if yes {
+			v.Reason += " (confirmed by the human)"
+		} else {
+			v.Reason += " (" + how + ")"
+		}
+		answers = append(answers, egressVerdict{key: q.key, verdict: v})
+	}
+	req.Params.RequestState, req.Params.InputResponses = "", nil
+	if !yes {
+		var dests []string
+		for _, q := range ask.questions {
+			dests = append(dests, fmt.Sprintf("%s:%d", q.in.Connect.Host, q.in.Connect.Port))
+		}
+		declined = fmt.Errorf("%w: the human did not allow the connection to %s (%s); it stays refused for this session, and the call was not run again", ErrRefused, strings.Join(dests, ", "), how)
+	}
+	return answers, declined, nil
+}
+
+// egressAnswer takes the human's answer about a session's connections
+// from a retried call (see answer) and records it for the session; a
+// refusal is the call's error.
+func (g *gateway) egressAnswer(ctx context.Context, req *mcp.CallToolRequest, call GateInput, s *session.Session) error {
+	answers, declined, err := g.egress.answer(ctx, req, call)
+	if err != nil {
+		return err
+	}
+	g.egress.apply(s.ID(), nil, answers)
+	return declined
+}
+
+// egressVerdict is a human's answer about one destination.
+type egressVerdict struct {
+	key     egressKey
+	verdict sandbox.Verdict
+}
+
+// apply records answers for a launch (by its session id, or es itself).
+func (eg *egressGate) apply(sessionID string, es *sandbox.EgressSession, answers []egressVerdict) {
+	if eg == nil || len(answers) == 0 {
+		return
+	}
+	eg.mu.Lock()
+	defer eg.mu.Unlock()
+	if es == nil {
+		es = eg.bySession[sessionID]
+	}
+	st := eg.states[es]
+	if st == nil {
+		return
+	}
+	for _, a := range answers {
+		st.cache[a.key] = a.verdict
+	}
 }
 
 // answerRecorder notes whether the human answered (approved or declined),

@@ -319,33 +319,43 @@ func startServerProtocol(t testing.TB, opts *mcp.ClientOptions, version string, 
 }
 
 // TestEgressAsksTheHuman: a destination the policy wants confirmed is
-// asked of the human through the call in flight (an elicitation), once
-// per session: an approval lets it through, a refusal keeps it out, and
-// neither is asked again.
+// asked of the human through the call in flight, once per session: an
+// approval lets it through, a refusal keeps it out, and neither is asked
+// again. A client before protocol 2026-07-28 is asked by an elicitation
+// while the connection waits; a newer one through the call's result, and
+// its retry runs the command again (a declined one is not run again).
 func TestEgressAsksTheHuman(t *testing.T) {
 	requireProxySessions(t)
 	w := newEgressWorld(t)
+	approve := &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}
+	decline := &mcp.ElicitResult{Action: "decline"}
+	refusal := "termgate: the sandbox refused a connection to ask.test"
 	for _, c := range []struct {
-		name   string
-		answer *mcp.ElicitResult
-		want   string
+		name, protocol string
+		answer         *mcp.ElicitResult
+		first, again   string // the output of the first send (or its error) and the next one
 	}{
-		{"approved", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, "hello from the test server"},
-		{"declined", &mcp.ElicitResult{Action: "decline"}, "termgate: the sandbox refused a connection to ask.test"},
+		{"approved during the call", "2025-11-25", approve, "hello from the test server", "hello from the test server"},
+		{"declined during the call", "2025-11-25", decline, refusal, refusal},
+		{"approved through the result", "", approve, "hello from the test server", "hello from the test server"},
+		{"declined through the result", "", decline, "the human did not allow the connection to ask.test", refusal},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var asked atomic.Int32
 			msgs := make(chan string, 8)
-			s := startServerProtocol(t, confirmClient(c.answer, 0, &asked, msgs), "2025-11-25", w.flags(t, filepath.Join(t.TempDir(), "audit.jsonl"))...)
+			s := startServerProtocol(t, confirmClient(c.answer, 0, &asked, msgs), c.protocol, w.flags(t, filepath.Join(t.TempDir(), "audit.jsonl"))...)
 			id := s.start(nil)
-			for i := range 2 {
-				r := s.send(id, fmt.Sprintf("curl -sS http://ask.test:%d/hello", w.web), "timeout_ms", 60000)
-				if out := str(r, "output"); !strings.Contains(out, c.want) {
-					t.Fatalf("try %d: output %q, want %q", i, out, c.want)
-				}
-				if n := asked.Load(); n != 1 {
-					t.Fatalf("try %d: asked %d times, want once per session", i, n)
-				}
+			line := fmt.Sprintf("curl -sS http://ask.test:%d/hello", w.web)
+			res := s.call("session_send", map[string]any{"session_id": id, "text": line, "timeout_ms": 60000})
+			if got := resultText(res); !strings.Contains(got, c.first) {
+				t.Fatalf("first try: %q, want %q", got, c.first)
+			}
+			r := s.send(id, line, "timeout_ms", 60000)
+			if out := str(r, "output"); !strings.Contains(out, c.again) {
+				t.Fatalf("again: output %q, want %q", out, c.again)
+			}
+			if n := asked.Load(); n != 1 {
+				t.Fatalf("asked %d times, want once per session", n)
 			}
 			msg := <-msgs
 			for _, want := range []string{fmt.Sprintf("ask.test port %d", w.web), "program: curl", "net.connect_unlisted", "session: " + id} {
@@ -355,4 +365,12 @@ func TestEgressAsksTheHuman(t *testing.T) {
 			}
 		})
 	}
+	t.Run("exec, approved through the result", func(t *testing.T) {
+		var asked atomic.Int32
+		s := startServerProtocol(t, confirmClient(approve, 0, &asked, nil), "", w.flags(t, filepath.Join(t.TempDir(), "audit.jsonl"))...)
+		r := s.ok("exec", map[string]any{"command": fmt.Sprintf("curl -sS http://ask.test:%d/hello", w.web)})
+		if !strings.Contains(str(r, "output"), "hello from the test server") || asked.Load() != 1 || len(refusals(r)) != 0 {
+			t.Fatalf("exec: asked %d, result %v", asked.Load(), r)
+		}
+	})
 }

@@ -403,6 +403,13 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	gin := startInput(in.Name, argv, dir, agent)
 	gin.Client = clientOf(req)
+	answers, declined, err := g.egress.answer(ctx, req, gin)
+	if err == nil {
+		err = declined
+	}
+	if err != nil {
+		return nil, out, err
+	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -416,6 +423,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	ctx, done := g.egress.call(ctx, req, "", l.egress)
 	defer done()
+	g.egress.apply("", l.egress, answers)
 	env := mergeEnv(l.env, append([]string{"TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec}
 	var tap *recordingTap
@@ -465,6 +473,12 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	r, err := s.WaitStart(ctx, session.WaitOpts{Timeout: wait, Quiet: g.cfg.Quiet})
 	if err != nil {
 		return nil, out, err
+	}
+	if ask := g.egress.askResult(ctx, gin); ask != nil {
+		// The human is asked about the connections the program was
+		// refused; an approval starts it again, as a new session.
+		_ = g.mgr.Close(ctx, s.ID())
+		return ask, startOut{}, nil
 	}
 	st := s.Status()
 	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, s.ID())
@@ -584,6 +598,9 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
 		Client:  clientOf(req),
 	}
+	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
+		return nil, out, err
+	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -670,6 +687,9 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
 		Client:  clientOf(req),
 	}
+	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
+		return nil, out, err
+	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -731,6 +751,9 @@ func sendError(s *session.Session, err error) error {
 
 // ioResult redacts, caps and records a session result.
 func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Result, maxOut int, gin GateInput, d *Decision) (*mcp.CallToolResult, ioOut, error) {
+	if ask := g.egress.askResult(ctx, gin); ask != nil {
+		return ask, ioOut{}, nil
+	}
 	st := s.Status()
 	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, s.ID())
 	if r.LostLines > 0 {
@@ -798,6 +821,9 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
 		Client:  clientOf(req),
 	}
+	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
+		return nil, out, err
+	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -854,13 +880,18 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 		if in.TimeoutMs == 0 && in.WaitFor == "" {
 			o.Timeout = 0
 		}
+		// A read binds the human's answer about connections to its session.
+		bind := GateInput{Action: "read", Session: &GateRef{ID: s.ID()}, Client: clientOf(req)}
+		if err := g.egressAnswer(ctx, req, bind, s); err != nil {
+			return nil, out, err
+		}
 		ctx, done := g.egress.call(ctx, req, s.ID(), nil)
 		defer done()
 		r, err := s.Read(ctx, o)
 		if err != nil {
 			return nil, out, err
 		}
-		res, io, err := g.ioResult(ctx, s, r, maxOut, GateInput{}, nil)
+		res, io, err := g.ioResult(ctx, s, r, maxOut, bind, nil)
 		out.ioOut = io
 		return res, out, err
 	case "screen", "scrollback":
@@ -1099,6 +1130,13 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: dir.Path, Env: agent.Names, EnvValues: agent.Pairs},
 		Client: clientOf(req),
 	}
+	answers, declined, err := g.egress.answer(ctx, req, gin)
+	if err == nil {
+		err = declined
+	}
+	if err != nil {
+		return nil, out, err
+	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -1118,11 +1156,15 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	ctx, done := g.egress.call(ctx, req, "", l.egress)
 	defer done()
 	defer g.egress.end(l.egress)
+	g.egress.apply("", l.egress, answers)
 	env := mergeEnv(l.env, append([]string{"TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	sb := l.spec
 	r, err := session.Exec(ctx, argv, dir.Path, env, limit, 4*g.cfg.MaxOutput, g.redactor, sb)
 	if err != nil {
 		return nil, out, fmt.Errorf("exec: %w", err)
+	}
+	if ask := g.egress.askResult(ctx, gin); ask != nil {
+		return ask, out, nil // an approval runs the command again
 	}
 	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, "")
 	out = execOut{
