@@ -197,6 +197,7 @@ type EgressSession struct {
 	direct        map[string]Direct // listen address → destination
 	hostLn        net.Listener      // without a namespace: the proxy's listener in the gateway's
 	leader        int
+	diag          *sockDiag // the session network's socket table
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -248,6 +249,7 @@ func (s *EgressSession) Close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.diag.close()
 	s.e.mu.Lock()
 	delete(s.e.sessions, s)
 	s.e.mu.Unlock()

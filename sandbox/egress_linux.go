@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -88,6 +90,9 @@ func (s *EgressSession) prepare(spec *Spec, name string, st *Status) error {
 		}
 		s.hostLn = ln
 		port = ln.Addr().(*net.TCPAddr).Port
+		if fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG); err == nil {
+			s.diag = newSockDiag(fd)
+		}
 		spec.Ports = []int{port}
 		st.Network = fmt.Sprintf("proxy on the host's loopback (127.0.0.1:%d), each destination judged", port)
 		st.NotEnforced = append(st.NotEnforced, fmt.Sprintf("network: no namespace of its own (that needs a root gateway), so a program that ignores the proxy may reach TCP port %d of any host; UDP and raw sockets are refused", port))
@@ -200,6 +205,14 @@ func (l *Launch) startEgress(cmd *exec.Cmd) error {
 			fds = append(fds, r...)
 		}
 	}
+	if len(fds) != len(l.kinds)+1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return fmt.Errorf("sandbox: the launcher sent %d descriptors for the egress proxy, not %d", len(fds), len(l.kinds)+1)
+	}
+	es.diag = newSockDiag(fds[len(fds)-1])
+	fds = fds[:len(fds)-1]
 	lns := make([]net.Listener, 0, len(fds))
 	for _, fd := range fds {
 		f := os.NewFile(uintptr(fd), "egress-listener")
@@ -245,10 +258,14 @@ func (s *EgressSession) owner(c net.Conn) (pid int, program string, member bool)
 		}
 	}
 	var inode string
+	if s.diag != nil {
+		inode = s.diag.inode(peer.AddrPort(), local.AddrPort())
+	}
 	for _, p := range ns {
-		if inode = socketInode(p, peer.AddrPort(), local.AddrPort()); inode != "" {
+		if inode != "" {
 			break
 		}
+		inode = socketInode(p, peer.AddrPort(), local.AddrPort())
 	}
 	if inode == "" {
 		return 0, "", false
@@ -349,6 +366,87 @@ func holds(pid int, want string) bool {
 		}
 	}
 	return false
+}
+
+// sockDiag asks the kernel's socket table of one network namespace
+// (NETLINK_SOCK_DIAG, an exact lookup by address and ports: what ss
+// does) for a TCP socket's inode, without reading the whole table.
+type sockDiag struct {
+	mu  sync.Mutex
+	fd  int
+	seq uint32
+}
+
+func newSockDiag(fd int) *sockDiag { return &sockDiag{fd: fd} }
+
+func (d *sockDiag) close() {
+	if d != nil {
+		unix.Close(d.fd)
+	}
+}
+
+// inode is the inode of the TCP socket whose local address is local and
+// remote one remote ("" when there is none), looked up as IPv4 and as
+// IPv6 (a dual-stack socket holds IPv4 as mapped addresses).
+func (d *sockDiag) inode(local, remote netip.AddrPort) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fams := []uint8{unix.AF_INET6}
+	if local.Addr().Unmap().Is4() && remote.Addr().Unmap().Is4() {
+		fams = []uint8{unix.AF_INET, unix.AF_INET6}
+	}
+	for _, fam := range fams {
+		d.seq++
+		req := make([]byte, 16+56)
+		binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
+		binary.NativeEndian.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
+		binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST)
+		binary.NativeEndian.PutUint32(req[8:], d.seq)
+		r := req[16:]
+		r[0], r[1] = fam, unix.IPPROTO_TCP
+		binary.NativeEndian.PutUint32(r[4:], 0xffffffff) // every state
+		id := r[8:]
+		binary.BigEndian.PutUint16(id[0:], local.Port())
+		binary.BigEndian.PutUint16(id[2:], remote.Port())
+		put := func(b []byte, a netip.Addr) {
+			if fam == unix.AF_INET {
+				a4 := a.Unmap().As4()
+				copy(b, a4[:])
+				return
+			}
+			a16 := a.As16()
+			copy(b, a16[:])
+		}
+		put(id[4:20], local.Addr())
+		put(id[20:36], remote.Addr())
+		binary.NativeEndian.PutUint32(id[40:], 0xffffffff) // no cookie
+		binary.NativeEndian.PutUint32(id[44:], 0xffffffff)
+		if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+			return ""
+		}
+		buf := make([]byte, 4096)
+		for tries := 0; tries < 4; tries++ {
+			n, _, err := unix.Recvfrom(d.fd, buf, 0)
+			if err != nil {
+				return ""
+			}
+			msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+			if err != nil || len(msgs) == 0 {
+				return ""
+			}
+			m := msgs[0]
+			if m.Header.Seq != d.seq {
+				continue // an answer to an earlier question
+			}
+			if m.Header.Type == unix.SOCK_DIAG_BY_FAMILY && len(m.Data) >= 72 {
+				if ino := binary.NativeEndian.Uint32(m.Data[68:]); ino != 0 {
+					return strconv.FormatUint(uint64(ino), 10)
+				}
+			}
+			break // NLMSG_ERROR: no such socket as this family
+		}
+	}
+	return ""
 }
 
 // socketInode finds, in /proc/PID/net/tcp{,6} (PID's network namespace),

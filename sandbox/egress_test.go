@@ -12,10 +12,13 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // egressLog records what the judge was asked and what was reported.
@@ -375,4 +378,43 @@ func FuzzEgressRequest(f *testing.F) {
 		}
 		e.Close()
 	})
+}
+
+// TestSockDiagFindsTheSocket: the exact lookup in the kernel's socket
+// table finds the client end of a connection, as /proc does.
+func TestSockDiagFindsTheSocket(t *testing.T) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		t.Skipf("no sock_diag: %v", err)
+	}
+	d := newSockDiag(fd)
+	defer d.close()
+	for _, network := range []string{"tcp4", "tcp6"} {
+		addr := map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network]
+		ln, err := net.Listen(network, addr)
+		if err != nil {
+			t.Logf("%s: %v", network, err)
+			continue
+		}
+		c, err := net.Dial(network, ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := c.(*net.TCPConn).File()
+		want, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+		local, remote := c.LocalAddr().(*net.TCPAddr).AddrPort(), c.RemoteAddr().(*net.TCPAddr).AddrPort()
+		got := d.inode(local, remote)
+		if "socket:["+got+"]" != want {
+			t.Errorf("%s: sock_diag says %q, /proc says %q", network, got, want)
+		}
+		if proc := socketInode("self", local, remote); proc != got {
+			t.Errorf("%s: /proc/self/net says %q, sock_diag %q", network, proc, got)
+		}
+		if none := d.inode(local, netip.AddrPortFrom(remote.Addr(), 1)); none != "" {
+			t.Errorf("%s: a socket that does not exist has inode %q", network, none)
+		}
+		f.Close()
+		c.Close()
+		ln.Close()
+	}
 }

@@ -32,8 +32,10 @@ type Isolation struct {
 	// Net: a network namespace of the session's own, with loopback up.
 	Net bool `json:"net"`
 	// Listen are the TCP addresses the launcher binds and listens on in
-	// that namespace; it sends the listening sockets, in this order, over
-	// FD (SCM_RIGHTS) and closes its own copies before exec.
+	// that namespace; it sends the listening sockets, in this order, and
+	// then a sock_diag netlink socket of the namespace (with which the
+	// gateway finds the process behind a connection), over FD
+	// (SCM_RIGHTS), and closes its own copies before exec.
 	Listen []string `json:"listen,omitempty"`
 	FD     int      `json:"fd,omitempty"`
 }
@@ -105,6 +107,11 @@ func isolate(s Spec, opened []openedGrant) ([]openedGrant, error) {
 		}
 		fds = append(fds, fd)
 	}
+	diag, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return opened, fmt.Errorf("the session network's socket table: %v; nothing was started", err)
+	}
+	fds = append(fds, diag)
 	if err := unix.Sendmsg(iso.FD, []byte{'L'}, unix.UnixRights(fds...), nil, 0); err != nil {
 		return opened, fmt.Errorf("handing the session's listeners to the gateway: %v; nothing was started", err)
 	}

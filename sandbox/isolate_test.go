@@ -236,3 +236,75 @@ func TestSessionMemoryLimit(t *testing.T) {
 		t.Fatalf("want the hog killed or refused: %q, %v", out, err)
 	}
 }
+
+// TestDirectDestinations: a profile's direct destinations are reached by
+// plain TCP inside the session's network, on loopback or by a name the
+// session's hosts file gives, each connection judged (via direct) and
+// forwarded to its one destination; a refused one is reset.
+func TestDirectDestinations(t *testing.T) {
+	requireIsolation(t)
+	echo := func() int {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { io.Copy(c, c); c.Close() }()
+			}
+		}()
+		return ln.Addr().(*net.TCPAddr).Port
+	}
+	local, named, refused := echo(), echo(), echo()
+	log := &egressLog{ended: make(chan struct{}, 64), verdic: func(d Destination) Verdict {
+		if d.Via == "direct" && d.Port != refused {
+			return Verdict{Allow: true, Rule: "test.direct"}
+		}
+		return Verdict{Rule: "test.refuse", Reason: "not this one"}
+	}}
+	lo := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	e, err := NewEgress(EgressOptions{Judge: log.judge, Report: log.report, Hosts: map[string][]netip.Addr{"db.test": lo, "other.test": lo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	script := fmt.Sprintf(`python3 -c '
+import socket
+for host, port in [("127.0.0.1", %d), ("db.test", %d), ("other.test", %d)]:
+    try:
+        s = socket.create_connection((host, port), timeout=10)
+        s.sendall(b"ping"); print(host, s.recv(4).decode() or "closed")
+    except OSError as e:
+        print(host, "blocked:", e.strerror)
+'
+grep db.test /etc/hosts`, local, named, refused)
+	l := newLayout(t)
+	s, _ := proxySpec(t, l, e, script)
+	s.Direct = []Direct{{Host: "127.0.0.1", Port: local}, {Host: "db.test", Port: named}, {Host: "other.test", Port: refused}}
+	out, err := launch(t, s, false, nil)
+	if err != nil {
+		t.Fatalf("launch: %v\n%s", err, out)
+	}
+	for _, want := range []string{"127.0.0.1 ping", "db.test ping", "127.0.1.2\tdb.test"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "other.test ping") {
+		t.Errorf("a refused direct destination was reached:\n%s", out)
+	}
+	qs := log.questions()
+	for _, q := range qs {
+		if q.Via != "direct" || !strings.HasPrefix(q.Program, "python3") {
+			t.Errorf("judged %#v", q)
+		}
+	}
+	if len(qs) < 3 {
+		t.Errorf("judged %d connections, want 3", len(qs))
+	}
+}
