@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/termgate/termgate/policies"
 	"github.com/termgate/termgate/sandbox"
 )
 
@@ -373,4 +374,49 @@ func TestEgressAsksTheHuman(t *testing.T) {
 			t.Fatalf("exec: asked %d, result %v", asked.Load(), r)
 		}
 	})
+}
+
+// BenchmarkSessionStart is session_start of bash to its first prompt,
+// side by side: the default profile (a mount namespace, a network
+// namespace and the egress proxy's listener), and strict (a mount
+// namespace, no network).
+//
+//	go test ./cmd/termgate -run '^$' -bench SessionStart -benchtime 100x
+func BenchmarkSessionStart(b *testing.B) {
+	for _, profile := range []string{"default", "strict"} {
+		b.Run(profile, func(b *testing.B) {
+			bundle := bundleCopyB(b, profile)
+			s := startServer(b, "--policy-dir", bundle, "--max-sessions", "4096")
+			d := make([]time.Duration, 0, b.N)
+			for range b.N {
+				t0 := time.Now()
+				r := s.ok("session_start", map[string]any{})
+				d = append(d, time.Since(t0))
+				if str(r, "prompt") == "" || !strings.Contains(str(r, "sandbox"), "profile "+profile) {
+					b.Fatalf("start: %v", r)
+				}
+				s.ok("session_close", map[string]any{"session_id": str(r, "session_id")})
+			}
+			reportLatency(b, d)
+		})
+	}
+}
+
+// bundleCopyB is the default bundle whose policy gives every session
+// profile.
+func bundleCopyB(b *testing.B, profile string) string {
+	dir := b.TempDir()
+	if err := os.CopyFS(dir, policies.FS); err != nil {
+		b.Fatal(err)
+	}
+	p := filepath.Join(dir, "termgate.rego")
+	src, err := os.ReadFile(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := strings.Replace(string(src), `default profile := "default"`, fmt.Sprintf(`default profile := %q`, profile), 1)
+	if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return dir
 }
