@@ -447,8 +447,9 @@ func setDestination(r audit.Record, host, address string, port int) {
 }
 
 // network fills a network record: one connection through the egress
-// proxy, and whether it is a security event (refused, or allowed after a
-// human's confirmation is not known here: refusals are).
+// proxy. It is not a security event (synced at once): the decision that
+// refused or allowed a destination was, and a program that retries a
+// refused one in a loop must not turn each attempt into a sync.
 func (a *ecsAuditor) network(r audit.Record, c *sandbox.Connection) bool {
 	outcome, typ := "success", []string{"connection", "end"}
 	switch {
@@ -495,7 +496,7 @@ func (a *ecsAuditor) network(r audit.Record, c *sandbox.Connection) bool {
 	if c.Err != "" {
 		r.Set("error.message", a.red.Redact(c.Err))
 	}
-	return c.Refused
+	return false
 }
 
 // recordingTap records a session as an asciicast: output as the screen
@@ -592,9 +593,11 @@ func (a *ecsAuditor) policyInput(in GateInput, d Decision) (any, bool) {
 		}
 		c := *g
 		c.Cwd = red(g.Cwd)
-		c.Argv = make([]string, len(g.Argv))
-		for i, s := range g.Argv {
-			c.Argv[i] = red(s)
+		if g.Argv != nil { // nil stays nil: a connect's session has none
+			c.Argv = make([]string, len(g.Argv))
+			for i, s := range g.Argv {
+				c.Argv[i] = red(s)
+			}
 		}
 		return &c
 	}

@@ -108,6 +108,7 @@ type egressGate struct {
 
 // egressState is the stage's memory of one proxy session.
 type egressState struct {
+	askMu   sync.Mutex // one question to the human at a time, per session
 	client  Client
 	calls   []*egressCall // in flight, newest last
 	pending []Refusal     // refused with no call in flight, for the next one
@@ -127,6 +128,7 @@ type egressCall struct {
 	refused []Refusal
 	dropped int
 	ask     []egressQuestion // to ask the human in the call's result
+	asked   int              // questions put to the human during the call
 }
 
 // egressQuestion is a destination refused for a human to decide.
@@ -328,7 +330,24 @@ func (eg *egressGate) judge(ctx context.Context, es *sandbox.EgressSession, d sa
 		if p.Auditor != nil {
 			err = p.Auditor.Record(actx, AuditEvent{Kind: "decision", Input: gin, Decision: dec})
 		}
+	case dec.Action == "confirm" && !eg.mayAsk(call):
+		dec = dec.refused(dec.Reason + fmt.Sprintf(" (needs a human's confirmation, and this call already asked about %d destinations: allow them in the policy)", maxAsk))
+		if p.Auditor != nil {
+			err = p.Auditor.Record(actx, AuditEvent{Kind: "decision", Input: gin, Decision: dec})
+		}
 	default:
+		if dec.Action == "confirm" {
+			// One question at a time: a program that opens many
+			// connections at once does not flood the human.
+			st.askMu.Lock()
+			defer st.askMu.Unlock()
+			eg.mu.Lock()
+			v, hit := st.cache[key]
+			eg.mu.Unlock()
+			if hit {
+				return v // answered while this one waited
+			}
+		}
 		rec := &answerRecorder{inner: p.Confirmer}
 		if p.Confirmer != nil {
 			p.Confirmer = rec
@@ -358,6 +377,17 @@ func (eg *egressGate) judge(ctx context.Context, es *sandbox.EgressSession, d sa
 		eg.mu.Unlock()
 	}
 	return v
+}
+
+// mayAsk counts a question to the human during call, up to maxAsk.
+func (eg *egressGate) mayAsk(call *egressCall) bool {
+	eg.mu.Lock()
+	defer eg.mu.Unlock()
+	if call.asked >= maxAsk {
+		return false
+	}
+	call.asked++
+	return true
 }
 
 // asksByResult reports whether the client is asked only through a call's
