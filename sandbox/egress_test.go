@@ -418,3 +418,33 @@ func TestSockDiagFindsTheSocket(t *testing.T) {
 		ln.Close()
 	}
 }
+
+// FuzzAddress: whatever host a program names, the proxy reads it as an
+// address that classifies and prints back as itself, or as a lower-case
+// name without a final dot, or refuses it; never both, never a panic.
+func FuzzAddress(f *testing.F) {
+	for _, s := range []string{"169.254.169.254", "0xa9fea9fe", "2852039166", "0251.0376.0251.0376", "[::ffff:169.254.169.254]",
+		"64:ff9b::a9fe:a9fe", "fe80::1%eth0", "Example.COM.", "a..b", "1.2.3.4.5", "0x", "", "[", "::", "0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		n, err := normalizeHost(h)
+		a, isAddr := parseAddr(n)
+		if err != nil {
+			return
+		}
+		if isAddr {
+			class := AddressClass(a)
+			if class == "" {
+				t.Fatalf("%q: no class", h)
+			}
+			if b, ok := parseAddr(a.String()); !ok || b != a {
+				t.Fatalf("%q: %v does not read back (%v, %v)", h, a, b, ok)
+			}
+			return
+		}
+		if n != strings.ToLower(n) || strings.HasSuffix(n, ".") || n == "" || len(n) > 253 {
+			t.Fatalf("%q: name %q", h, n)
+		}
+	})
+}

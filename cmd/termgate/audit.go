@@ -315,6 +315,13 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 				if len(st.NotEnforced) > 0 {
 					r.Set("termgate.sandbox.not_enforced", st.NotEnforced)
 				}
+				if st.Network != "" {
+					r.Set("termgate.sandbox.network", st.Network)
+				}
+				if st.MemoryLimit > 0 {
+					r.Set("termgate.sandbox.memory_limit", st.MemoryLimit)
+				}
+				r.Set("termgate.sandbox.private_shm", st.PrivateShm)
 			}
 			if f.Name != "" {
 				r.Set("termgate.session.name", f.Name)
