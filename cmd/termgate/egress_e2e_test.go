@@ -420,3 +420,20 @@ func bundleCopyB(b *testing.B, profile string) string {
 	}
 	return dir
 }
+
+// TestSessionsHaveTheirOwnShm: what one session puts in /dev/shm, another
+// session and the host do not see, and it goes with its session.
+func TestSessionsHaveTheirOwnShm(t *testing.T) {
+	requireProxySessions(t)
+	s := startServer(t)
+	a, b := s.start(nil), s.start(nil)
+	mark := "tg-shm-" + randomHex(t)
+	wantOutput(t, s.send(a, "echo secret > /dev/shm/"+mark+" && cat /dev/shm/"+mark), "secret")
+	if _, err := os.Stat("/dev/shm/" + mark); err == nil {
+		t.Fatal("the host sees a session's /dev/shm")
+	}
+	wantOutput(t, s.send(b, "ls -A /dev/shm; echo end"), "end")
+	s.ok("session_close", map[string]any{"session_id": a})
+	c := s.start(nil)
+	wantOutput(t, s.send(c, "ls -A /dev/shm; echo end"), "end")
+}
