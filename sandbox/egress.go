@@ -803,9 +803,20 @@ func (c *countWriter) Write(p []byte) (int, error) {
 func relay(client net.Conn, r io.Reader, up net.Conn) (sent, recv int64) {
 	done := make(chan int64, 1)
 	go func() {
-		n, _ := io.Copy(up, r)
+		// What the head's reader holds goes first; then the connections
+		// themselves, so that the kernel splices TCP to TCP.
+		var n int64
+		if br, ok := r.(*bufio.Reader); ok {
+			if k := br.Buffered(); k > 0 {
+				b, _ := br.Peek(k)
+				w, _ := up.Write(b)
+				n += int64(w)
+			}
+			r = client
+		}
+		m, _ := io.Copy(up, r)
 		closeWrite(up)
-		done <- n
+		done <- n + m
 	}()
 	recv, _ = io.Copy(client, up)
 	closeWrite(client)
