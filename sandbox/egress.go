@@ -477,6 +477,15 @@ func (s *EgressSession) http(c net.Conn, br *bufio.Reader, lr *headLimit, base D
 	}
 	req.Host = req.URL.Host
 	req.Close = true
+	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		// The client waits for this before its body; the proxy sends the
+		// body on whole.
+		req.Header.Del("Expect")
+		if _, err := io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+			s.finish(dst, v, start, 0, 0, err)
+			return
+		}
+	}
 	cw := &countWriter{w: up}
 	if err := req.Write(cw); err != nil {
 		s.finish(dst, v, start, cw.n, 0, err)

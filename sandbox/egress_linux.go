@@ -172,6 +172,14 @@ func egressChannel(spec *Spec, fd int) (ours, theirs *os.File, err error) {
 	return os.NewFile(uintptr(pair[0]), "egress"), os.NewFile(uintptr(pair[1]), "egress-launcher"), nil
 }
 
+// closeChannel closes both ends of an egress channel (nil: none).
+func closeChannel(ours, theirs *os.File) {
+	if ours != nil {
+		ours.Close()
+		theirs.Close()
+	}
+}
+
 // startEgress takes the listeners the launcher sent (or, without a
 // namespace, the gateway's own) and serves them.
 func (l *Launch) startEgress(cmd *exec.Cmd) error {

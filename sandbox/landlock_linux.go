@@ -112,9 +112,10 @@ func closeGrants(gs []openedGrant) {
 // applyLandlock restricts the filesystem to the opened grants, TCP to the
 // spec's ports (a session in a network namespace of its own binds and
 // connects freely there: its only way out is the gateway's proxy), and
-// signals and abstract unix sockets to the session itself. The ABI is checked, never assumed: below the spec's the launch
-// fails unless it says best effort, and then what the kernel knows is
-// enforced. The domain is this thread's, which is the one that execs.
+// signals and abstract unix sockets to the session itself. The ABI is
+// checked, never assumed: below the spec's the launch fails unless it
+// says best effort, and then what the kernel knows is enforced. The
+// domain is this thread's, which is the one that execs.
 func applyLandlock(s Spec, grants []openedGrant) error {
 	defer closeGrants(grants)
 	abi, err := ll.LandlockGetABIVersion()

@@ -101,21 +101,20 @@ func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
 	if err == nil && len(b) > 60<<10 {
 		err = errors.New("sandbox: the spec is too large")
 	}
-	var specR, specW *os.File
-	if err == nil {
-		specR, specW, err = os.Pipe()
-	}
 	if err != nil {
-		if channel != nil {
-			channel.Close()
-			theirs.Close()
-		}
+		closeChannel(channel, theirs)
+		return nil, err
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		closeChannel(channel, theirs)
 		return nil, err
 	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		specR.Close()
 		specW.Close()
+		closeChannel(channel, theirs)
 		return nil, err
 	}
 	_, err = specW.Write(b) // fits in the pipe's buffer
@@ -124,6 +123,7 @@ func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
 		specR.Close()
 		statusR.Close()
 		statusW.Close()
+		closeChannel(channel, theirs)
 		return nil, err
 	}
 	cmd.Path = self

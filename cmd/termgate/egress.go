@@ -295,7 +295,14 @@ func (eg *egressGate) judge(ctx context.Context, es *sandbox.EgressSession, d sa
 	}
 	actx, req := ctx, (*mcp.CallToolRequest)(nil)
 	if call != nil {
-		actx, req = call.ctx, call.req
+		// The call's context (its correlation id, its client), ended
+		// also when the session's proxy closes: a question to the human
+		// is abandoned with its session.
+		var cancel context.CancelFunc
+		actx, cancel = context.WithCancel(call.ctx)
+		defer cancel()
+		defer context.AfterFunc(ctx, cancel)()
+		req = call.req
 	}
 	p := eg.g.stages
 	dec := Decision{Action: "allow", Rule: noPolicyRule, Reason: "no policy engine is configured in this build"}
