@@ -308,3 +308,58 @@ grep db.test /etc/hosts`, local, named, refused)
 		t.Errorf("judged %d connections, want 3", len(qs))
 	}
 }
+
+// TestProxySessionWithoutANamespace: where the gateway cannot give a
+// session its own network, the proxy listens on the host's loopback,
+// the session reaches allowed hosts through it, and Landlock and seccomp
+// refuse TCP to any other port and UDP; the status says what is weaker.
+func TestProxySessionWithoutANamespace(t *testing.T) {
+	requireIsolation(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello from outside") }))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	log := &egressLog{ended: make(chan struct{}, 64), verdic: allowNames("allowed.test")}
+	lo := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	e, err := NewEgress(EgressOptions{Judge: log.judge, Report: log.report, Hosts: map[string][]netip.Addr{"allowed.test": lo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	script := fmt.Sprintf(`
+curl -sS --max-time 20 http://allowed.test:%[1]d/; echo
+python3 -c '
+import socket
+for name, f in [("tcp", lambda: socket.create_connection(("127.0.0.1", %[1]d), timeout=5)),
+                ("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))]:
+    try:
+        f(); print(name, "ESCAPED")
+    except OSError as e:
+        print(name, "blocked:", e.strerror)
+'`, port)
+	l := newLayout(t)
+	s, es := proxySpec(t, l, e, script)
+	es.testNoNamespace = true
+	st, cg, err := s.Attach(cgroupName(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cg.Kill(); _ = cg.Remove() })
+	if !strings.Contains(strings.Join(st.NotEnforced, "; "), "no namespace of its own") || ownNetwork(s) || len(s.Ports) != 1 {
+		t.Fatalf("status %+v, ports %v", st, s.Ports)
+	}
+	out, err := launch(t, s, true, nil)
+	if err != nil {
+		t.Fatalf("launch: %v\n%s", err, out)
+	}
+	for _, want := range []string{"hello from outside", "tcp blocked: Permission denied", "udp blocked: Permission denied"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "ESCAPED") {
+		t.Errorf("a way around the proxy:\n%s", out)
+	}
+	if q := log.questions(); len(q) == 0 || q[0].Program != "curl" {
+		t.Errorf("questions %+v", q)
+	}
+}
