@@ -7,7 +7,7 @@
 // document:
 //
 //	{
-//	  "action":  "start | input | keys | exec",
+//	  "action":  "start | input | keys | exec | connect",
 //	  "text":    "the line that will run",
 //	  "program": "bash",                       // the terminal's foreground program
 //	  "program_listed": ["interpreters"],      // the lists that hold the program
@@ -32,8 +32,18 @@
 //	  "secret":  true,                         // typed with echo off: text is withheld
 //	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
 //	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},
+//	  "connect": {"host": "packages.example.com", "port": 443, "program": "python3.11", "via": "connect",
+//	              "address": "…", "address_class": "public | loopback | private | link_local | …",
+//	              "resolved": true},
 //	  "client":  {"name": "…", "version": "…"}
 //	}
+//
+// connect is a session's new outbound destination, as the egress proxy
+// (package sandbox) saw it: text and program are empty then, so the rules
+// on typed input never judge it; session names the session and its
+// profile. address is set for an address literal (in any spelling) and
+// when the proxy asks again about the address a name resolved to that is
+// not public. See sandbox.Destination.
 //
 // A flag (every boolean above) is present only when true, a command's path
 // only when it was written with a slash, parse_error only when the line

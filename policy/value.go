@@ -23,6 +23,7 @@ var keys = func() map[string]*ast.Term {
 		"path", "args", "wrappers", "redirects", "assigns", "flags", "operands", "op", "target",
 		"code", "languages", "calls", "modules", "shell_commands", "writes", "deletes", "dynamic_calls",
 		"dynamic_shell", "reverse_shell", "sql", "dialect", "statements", "classes", "verb", "object", "where",
+		"connect", "host", "port", "via", "address", "address_class", "resolved",
 	} {
 		m[k] = ast.StringTerm(k)
 	}
@@ -93,6 +94,17 @@ func (in *Input) value() ast.Value {
 	}
 	if s := in.Start; s != nil {
 		kv = append(kv, "start", obj("argv", strs(s.Argv), "cwd", str(s.Cwd), "env", strs(s.Env)))
+	}
+	if c := in.Connect; c != nil {
+		ckv := []any{"host", str(c.Host), "port", ast.IntNumberTerm(c.Port), "program", str(c.Program), "via", str(c.Via)}
+		if c.Address != "" {
+			ckv = append(ckv, "address", str(c.Address))
+		}
+		if c.AddressClass != "" {
+			ckv = append(ckv, "address_class", str(c.AddressClass))
+		}
+		ckv = append(ckv, "resolved", boolean(c.Resolved))
+		kv = append(kv, "connect", obj(ckv...))
 	}
 	return obj(kv...).Value
 }
