@@ -86,17 +86,26 @@ func TestCleanCorpusFalsePositives(t *testing.T) {
 	}
 }
 
-// FuzzStream: for any chunking of text holding a planted secret, the
-// secret never survives, and text without secrets comes out unchanged.
+// FuzzStream: for any chunking of text holding a planted secret, and any
+// pauses between the writes (on the stream's clock: a pause costs the
+// fuzzer nothing), no 8 bytes of the secret in a row come out; and text
+// without secrets comes out unchanged.
 func FuzzStream(f *testing.F) {
 	e, err := New(Options{Key: []byte("fuzz")})
 	if err != nil {
 		f.Fatal(err)
 	}
 	c := corpus(5)
-	f.Add(uint8(0), uint8(0), []byte{3, 7, 1}, []byte("x\x1b[1m"))
-	f.Add(uint8(3), uint8(2), []byte{1, 1, 1, 1}, []byte("\x1b]0;t\x07"))
-	f.Fuzz(func(t *testing.T, which, wrap uint8, cuts []byte, noise []byte) {
+	f.Add(uint8(0), uint8(0), []byte{3, 7, 1}, []byte{0}, []byte("x\x1b[1m"))
+	f.Add(uint8(3), uint8(2), []byte{1, 1, 1, 1}, []byte{1}, []byte("\x1b]0;t\x07"))
+	// Slow and split writes: a secret in two writes 150 ms apart, and one
+	// byte at a time 60 ms apart.
+	for which := range len(c) {
+		f.Add(uint8(which), uint8(0), []byte{20}, []byte{3}, []byte("slow"))
+		f.Add(uint8(which), uint8(which%len(wrappers)), []byte{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, []byte{2}, []byte(""))
+	}
+	steps := []time.Duration{0, 5 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond, 10 * time.Minute}
+	f.Fuzz(func(t *testing.T, which, wrap uint8, cuts, pauses, noise []byte) {
 		p := c[int(which)%len(c)]
 		text := wrappers[int(wrap)%len(wrappers)].f(p.text, p.secrets)
 		// Clean noise around it: printable bytes only, so it cannot
@@ -108,16 +117,20 @@ func FuzzStream(f *testing.F) {
 			}
 		}
 		text = pre.String() + "\n" + text
-		var chunks []string
+		var chunks []chunk
 		rest := text
-		for _, n := range cuts {
+		for i, n := range cuts {
 			k := int(n) % (len(rest) + 1)
-			chunks = append(chunks, rest[:k])
+			var pause time.Duration
+			if len(pauses) > 0 {
+				pause = steps[int(pauses[i%len(pauses)])%len(steps)]
+			}
+			chunks = append(chunks, chunk{rest[:k], pause})
 			rest = rest[k:]
 		}
-		chunks = append(chunks, rest)
-		if s := leaks(streamed(e, chunks...), p.secrets); s != "" {
-			t.Fatalf("leaked with chunks %q", chunks)
+		chunks = append(chunks, chunk{rest, 0})
+		if w := leaks(paced(e, StreamOptions{}, chunks...), p.secrets); w != "" {
+			t.Fatalf("%q came out, with chunks %+v", w, chunks)
 		}
 		clean := pre.String() + "\nno secret here, just text\n"
 		if out := streamed(e, clean[:len(clean)/2], clean[len(clean)/2:]); out != e.Redact(clean) {

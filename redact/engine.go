@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -223,6 +224,17 @@ func (e *Engine) copiesOf(text []byte, s span, add func(int, int, string)) {
 	}
 }
 
+// identStart returns where the run of name bytes before a keyword begins,
+// 50 at most, not before the line's start ls: where a match of a rule with
+// gitleaks' identifier prefix that holds the keyword begins.
+func identStart(text []byte, ls, kwStart int) int {
+	ws := kwStart
+	for ws > ls && kwStart-ws < 50 && nameByte(text[ws-1]) {
+		ws--
+	}
+	return ws
+}
+
 // nameByte: a byte of gitleaks' identifier prefix, [\w.-].
 func nameByte(c byte) bool { return identByte(c) || c == '.' }
 
@@ -292,7 +304,39 @@ func (e *Engine) find(text []byte, from int, st *blockState, final bool, taint *
 	}
 	taint.load().scan(text, add)
 	e.known.load().scan(text, add)
+	if len(spans) > 0 && bytes.Contains(text, placeholderStart) {
+		spans = outsidePlaceholders(text, spans)
+	}
 	return spans
+}
+
+var (
+	placeholderStart = []byte("[REDACTED:")
+	placeholderRE    = regexp.MustCompile(`\[REDACTED:[a-z0-9-]+:[0-9a-f]{4}\]`)
+)
+
+// outsidePlaceholders cuts out of spans what lies in a placeholder of a
+// text redacted before: redacting it again changes nothing.
+func outsidePlaceholders(text []byte, spans []span) []span {
+	phs := placeholderRE.FindAllIndex(text, -1)
+	if len(phs) == 0 {
+		return spans
+	}
+	out := spans[:0]
+	for _, s := range spans {
+		for _, p := range phs {
+			if p[1] <= s.start || p[0] >= s.end {
+				continue
+			}
+			// A span that begins in a placeholder is a rule reading
+			// the placeholder; one that runs into it stops there.
+			s.end = min(s.end, p[0])
+		}
+		if s.start < s.end {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // candidates scans text for keywords and returns the windows the rules
@@ -327,11 +371,7 @@ func (e *Engine) candidates(text []byte, from, blockFrom int) (cands []candidate
 			}
 			ws := max(ls, kwStart-windowBefore)
 			if r.ident {
-				// The run of name bytes before the keyword, 50 at most.
-				ws = kwStart
-				for ws > ls && kwStart-ws < 50 && nameByte(text[ws-1]) {
-					ws--
-				}
+				ws = identStart(text, ls, kwStart)
 			}
 			cands = append(cands, candidate{ri, ws, we})
 		}
@@ -454,6 +494,12 @@ func (e *Engine) runRule(text []byte, c candidate, add func(int, int, string)) {
 		s, t := secretOf(m, r.SecretGroup, w)
 		if s < 0 || t <= s {
 			continue
+		}
+		if r.trim != nil {
+			t = s + r.trim(w[s:t])
+			if t <= s {
+				continue
+			}
 		}
 		secret := w[s:t]
 		if r.Entropy > 0 && entropy(secret) <= r.Entropy {

@@ -68,6 +68,9 @@ func (e *Engine) undecidedIn(text []byte, t *Taint, sc *pvmScratch) undecided {
 			}
 			ls := bytes.LastIndexByte(text[:kwStart], '\n') + 1
 			start := max(ls, kwStart-windowBefore)
+			if r.ident {
+				start = identStart(text, ls, kwStart)
+			}
 			found := false
 			for k := range asks {
 				if asks[k].rule == int(ri) {
@@ -89,7 +92,7 @@ func (e *Engine) undecidedIn(text []byte, t *Taint, sc *pvmScratch) undecided {
 		if v == nil {
 			continue
 		}
-		u.consider(v.holdFrom(text, a.start, sc), r.ID)
+		u.consider(v.holdFrom(text, a.start, r.ident, sc), r.ID)
 	}
 	u.consider(t.load().tail(text))
 	u.consider(e.known.load().tail(text))

@@ -89,10 +89,10 @@ type pitem struct {
 }
 
 // holdFrom runs the program over text[from:] (text[:from] is context for
-// assertions only), starting a thread at every position, and returns the
-// smallest secret start among the threads that could still go on past the
-// end of text, or -1 when there is none.
-func (v *pvm) holdFrom(text []byte, from int, sc *pvmScratch) int {
+// assertions only), starting a thread at every position (anchored: at from
+// only), and returns the smallest secret start among the threads that
+// could still go on past the end of text, or -1 when there is none.
+func (v *pvm) holdFrom(text []byte, from int, anchored bool, sc *pvmScratch) int {
 	n := len(v.prog.Inst)
 	sc.a.init(n)
 	sc.b.init(n)
@@ -122,11 +122,16 @@ func (v *pvm) holdFrom(text []byte, from int, sc *pvmScratch) int {
 		atEnd := pos >= len(text)
 		// A new thread at every position (unanchored search), after the
 		// threads already under way.
-		t := thread{pc: uint32(v.prog.Start), start: int32(pos), sec: -1}
-		if v.whole {
-			t.sec = int32(pos)
+		if pos == from || !anchored {
+			t := thread{pc: uint32(v.prog.Start), start: int32(pos), sec: -1}
+			if v.whole {
+				t.sec = int32(pos)
+			}
+			v.add(cur, t, pos, prev, r, atEnd, sc, note)
 		}
-		v.add(cur, t, pos, prev, r, atEnd, sc, note)
+		if anchored && len(cur.dense) == 0 && pos > from {
+			return best
+		}
 		if atEnd {
 			// Threads waiting for input are matches not yet decided.
 			for _, t := range cur.dense {

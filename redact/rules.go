@@ -34,6 +34,10 @@ type Rule struct {
 	// check, when set, has the last word on a match (the terminal rules:
 	// placeholders and template expressions are not secrets).
 	check func(m matchCtx) bool
+	// trim, when set, returns how much of a matched secret is the
+	// secret: a value read to the next blank may run into what follows
+	// it (a URL's next parameter, a closing bracket).
+	trim func(secret []byte) int
 }
 
 // rule is a Rule as an engine holds it: with the facts of its regex and
@@ -354,20 +358,21 @@ func TerminalRules() []Rule {
 	specs := []struct {
 		Spec
 		check func(matchCtx) bool
+		trim  func([]byte) int
 	}{
 		{Spec: Spec{
 			ID:          "url-password",
 			Regex:       `\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^:/\s@'"]*:([^@\s/'"]+)@`,
 			SecretGroup: 1, Keywords: []string{"://"},
 		}},
-		{Spec: Spec{
+		{trim: valueEnd, Spec: Spec{
 			ID:          "password-assignment",
-			Regex:       `(?:\b|_)(?i:password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|access[_-]?token|client[_-]?secret|token)["']?[ \t]{0,3}(?::=|=|:)[ \t]{0,3}["']?([^\s'",;]{3,})`,
+			Regex:       `(?:\b|_)(?i:password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|access[_-]?token|client[_-]?secret|token)["']?[ \t]{0,3}(?::=|=|:)[ \t]{0,3}["']?((?:[^\s'",;\x60\\]|\\[^nrt\s]){3,})`,
 			SecretGroup: 1, Keywords: []string{"pass", "pwd", "secret", "key", "token"},
 		}, check: keyNameCheck},
-		{Spec: Spec{
+		{trim: valueEnd, Spec: Spec{
 			ID:          "env-secret",
-			Regex:       `\b[A-Z][A-Z0-9_]{0,64}(?:TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?|AUTH)[A-Z0-9_]{0,32}=['"]?([^\s'"]+)`,
+			Regex:       `\b[A-Z][A-Z0-9_]{0,64}(?:TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?|AUTH)[A-Z0-9_]{0,32}=['"]?((?:[^\s'";\x60\\]|\\[^nrt\s])+)`,
 			SecretGroup: 1, Keywords: []string{"token", "secret", "pass", "pwd", "key", "credential", "auth"},
 		}, check: envCheck},
 		{check: authCheck, Spec: Spec{
@@ -438,6 +443,7 @@ func TerminalRules() []Rule {
 		}
 		r.pre = prechecks[r.ID]
 		r.check = s.check
+		r.trim = s.trim
 		if r.check == nil {
 			r.check = func(m matchCtx) bool { return !placeholder(m) }
 		}
@@ -450,6 +456,35 @@ func TerminalRules() []Rule {
 // and separators).
 func valueByte(c byte) bool {
 	return c > ' ' && c != '"' && c != '\'' && c != '`' && c != ',' && c != ';' && c != 0x7f
+}
+
+// valueEnd returns where a value read to the next blank ends: before a
+// shell's && or ||, before a URL's next &name=, before closing brackets
+// the value did not open.
+func valueEnd(v []byte) int {
+	n := len(v)
+	for i := 0; i+1 < n; i++ {
+		switch c := v[i]; {
+		case (c == '&' || c == '|') && v[i+1] == c:
+			n = i
+		case c == '&' && isLetter(v[i+1]) || c == '&' && v[i+1] == '_':
+			j := i + 1
+			for j < n && (identByte(v[j]) || v[j] == '.') {
+				j++
+			}
+			if j < n && v[j] == '=' {
+				n = i
+			}
+		}
+	}
+	for n > 0 {
+		open := map[byte]byte{')': '(', ']': '[', '}': '{'}[v[n-1]]
+		if open == 0 || bytes.IndexByte(v[:n-1], open) >= 0 {
+			break
+		}
+		n--
+	}
+	return n
 }
 
 // keyName returns the identifier a match assigns to: the run of name bytes

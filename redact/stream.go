@@ -189,7 +189,7 @@ func (s *Stream) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	s.raw = append(s.raw, p...)
-	s.parse()
+	s.parse(false)
 	mode := modeWrite
 	if len(s.raw) > HoldCap {
 		mode = modeFlush
@@ -259,16 +259,31 @@ func (s *Stream) emitOut() {
 	}
 }
 
-// parse runs the escape parser over the bytes not parsed yet.
-func (s *Stream) parse() {
+// parse runs the escape parser over the bytes not parsed yet. A \r\n
+// line end is read as \n (a terminal ends its lines so; the rules were
+// written for files), so a \r at the very end waits for the next byte,
+// unless final.
+func (s *Stream) parse(final bool) {
 	for i := s.parsed; i < len(s.raw); i++ {
 		c := s.raw[i]
 		switch s.state {
 		case stGround:
+			if c == '\r' {
+				switch {
+				case i+1 == len(s.raw) && !final:
+					s.parsed = i
+					return
+				case i+1 < len(s.raw) && s.raw[i+1] == '\n':
+					s.addGap(i, 1, false)
+				default:
+					s.plain = append(s.plain, c)
+				}
+				continue
+			}
 			if isText(c) {
 				// A run of text, at once.
 				j := i + 1
-				for j < len(s.raw) && isText(s.raw[j]) {
+				for j < len(s.raw) && isText(s.raw[j]) && s.raw[j] != '\r' {
 					j++
 				}
 				s.plain = append(s.plain, s.raw[i:j]...)
@@ -367,7 +382,10 @@ func (s *Stream) rawOf(p int) int {
 
 // flush emits what mode lets go.
 func (s *Stream) flush(mode flushMode) {
-	limit := len(s.raw)
+	if mode >= modeFlush {
+		s.parse(true)
+	}
+	limit := s.parsed
 	if s.state != stGround && mode < modeClose {
 		limit = s.escAt
 		if mode == modeFlush && len(s.raw)-s.escAt > HoldCap {
@@ -562,19 +580,19 @@ func (s *Stream) keepContext(buf []byte, nctx, hold int, spans []span, runs []ou
 }
 
 // redactPayload redacts the payload of a string sequence. Hyperlinks carry
-// their text percent-encoded, so a payload that holds a secret only once
-// decoded is masked whole.
+// their text percent-encoded: a payload that holds a secret once decoded
+// goes out decoded, masked.
 func (e *Engine) redactPayload(p []byte, t *Taint) string {
 	red := e.RedactWith(string(p), t)
-	if red != string(p) || bytes.IndexByte(p, '%') < 0 {
+	if bytes.IndexByte(p, '%') < 0 {
 		return red
 	}
 	dec, err := url.PathUnescape(string(p))
-	if err != nil {
+	if err != nil || dec == string(p) {
 		return red
 	}
-	if spans := e.find([]byte(dec), 0, &blockState{}, true, t); len(spans) > 0 {
-		return e.Placeholder(spans[0].rule, []byte(dec))
+	if rdec := e.RedactWith(dec, t); rdec != dec {
+		return rdec
 	}
 	return red
 }
