@@ -1,5 +1,7 @@
 package redact
 
+import "unsafe"
+
 // matcher is an Aho-Corasick automaton over bytes, compiled to a dense DFA
 // over byte classes, that folds ASCII case: keywords are stored lower-case
 // and the input is read as if lower-cased, without copying it. Bytes that
@@ -123,31 +125,28 @@ func (m *matcher) scan(text []byte, hit func(id int32, end int)) {
 		to[j] = (j + 1) * q
 	}
 	to[parts-1] = len(text)
-	n := q // every part has at least q bytes from its start
-	t0, t1, t2, t3 := text[from[0]:from[0]+n], text[from[1]:from[1]+n], text[from[2]:from[2]+n], text[from[3]:from[3]+n]
+	n := q                  // every part has at least q bytes from its start
 	var hits [parts][]int64 // id<<32 | end
-	var st [parts]uint32
 	trans, class := m.trans, &m.class
+	t0, t1, t2, t3 := text[from[0]:from[0]+n], text[from[1]:from[1]+n], text[from[2]:from[2]+n], text[from[3]:from[3]+n]
+	t1, t2, t3 = t1[:len(t0)], t2[:len(t0)], t3[:len(t0)] // one length: one bounds check
 	s0, s1, s2, s3 := uint32(0), uint32(0), uint32(0), uint32(0)
-	for i := 0; i < n; i++ {
-		s0 = trans[s0+uint32(class[t0[i]])]
-		s1 = trans[s1+uint32(class[t1[i]])]
-		s2 = trans[s2+uint32(class[t2[i]])]
-		s3 = trans[s3+uint32(class[t3[i]])]
+	tp := unsafe.Pointer(unsafe.SliceData(trans))
+	for i := range t0 {
+		// Every value in trans is the offset of a row in trans, and a
+		// class is below nclass: the loads stay inside it.
+		s0 = *(*uint32)(unsafe.Add(tp, 4*uintptr(s0+uint32(class[t0[i]]))))
+		s1 = *(*uint32)(unsafe.Add(tp, 4*uintptr(s1+uint32(class[t1[i]]))))
+		s2 = *(*uint32)(unsafe.Add(tp, 4*uintptr(s2+uint32(class[t2[i]]))))
+		s3 = *(*uint32)(unsafe.Add(tp, 4*uintptr(s3+uint32(class[t3[i]]))))
 		if (s0|s1|s2|s3)&outFlag != 0 {
-			st = [parts]uint32{s0, s1, s2, s3}
-			for j := range parts {
-				if st[j]&outFlag != 0 {
-					st[j] &^= outFlag
-					for _, id := range m.out[st[j]/m.nclass] {
-						hits[j] = append(hits[j], int64(id)<<32|int64(from[j]+i+1))
-					}
-				}
-			}
-			s0, s1, s2, s3 = st[0], st[1], st[2], st[3]
+			s0 = m.report(&hits[0], s0, from[0]+i+1)
+			s1 = m.report(&hits[1], s1, from[1]+i+1)
+			s2 = m.report(&hits[2], s2, from[2]+i+1)
+			s3 = m.report(&hits[3], s3, from[3]+i+1)
 		}
 	}
-	st = [parts]uint32{s0, s1, s2, s3}
+	st := [parts]uint32{s0, s1, s2, s3}
 	for j := range parts {
 		// The rest of the part, on its own.
 		s := st[j]
@@ -166,6 +165,19 @@ func (m *matcher) scan(text []byte, hit func(id int32, end int)) {
 			}
 		}
 	}
+}
+
+// report records the keywords that end in state s, if any, and returns s
+// without its output flag.
+func (m *matcher) report(hits *[]int64, s uint32, end int) uint32 {
+	if s&outFlag == 0 {
+		return s
+	}
+	s &^= outFlag
+	for _, id := range m.out[s/m.nclass] {
+		*hits = append(*hits, int64(id)<<32|int64(end))
+	}
+	return s
 }
 
 func (m *matcher) scanPart(text []byte, base int, hit func(id int32, end int)) {

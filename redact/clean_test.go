@@ -141,8 +141,12 @@ func FuzzStream(f *testing.F) {
 
 // benchText is what the benchmarks read: 8 MiB of clean terminal output
 // with a planted secret every 64 KiB or so.
-func benchText() string {
-	text := cleanText(2, 8<<20)
+func benchText() string { return benchTextSize(2, 8<<20) }
+
+// benchTextSize is size bytes of clean terminal output with a planted
+// secret every 64 KiB or so.
+func benchTextSize(seed uint64, size int) string {
+	text := cleanText(seed, size)
 	var b strings.Builder
 	c := corpus(6)
 	for i := 0; i < len(text); i += 64 << 10 {

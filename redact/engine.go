@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -72,11 +71,10 @@ const (
 func New(o Options) (*Engine, error) {
 	rules := o.Rules
 	if rules == nil {
-		gl, err := GitleaksRules()
-		if err != nil {
+		var err error
+		if rules, err = DefaultRules(); err != nil {
 			return nil, err
 		}
-		rules = append(gl, TerminalRules()...)
 	}
 	rules = append(slices.Clip(rules), o.Extra...)
 	held := o.Held
@@ -209,19 +207,53 @@ func (e *Engine) linesAfter(r *rule, text []byte, kwEnd int) int {
 	return min(r.facts.maxNL, maxWindowLines)
 }
 
-// copiesOf masks the copies of s's value in text, but s itself.
-func (e *Engine) copiesOf(text []byte, s span, add func(int, int, string)) {
-	v := text[s.start:s.end]
-	for off := 0; ; {
-		i := bytes.Index(text[off:], v)
-		if i < 0 {
-			return
-		}
-		if off+i != s.start {
-			add(off+i, off+i+len(v), s.rule)
-		}
-		off += i + 1
+// byteRank orders bytes by how often terminal text holds them (lower is
+// rarer), roughly: letters and digits of words and numbers, blanks and
+// common punctuation are common; capitals, rare letters and symbols are
+// not.
+var byteRank = func() (r [256]uint8) {
+	for c := range 256 {
+		r[c] = 10
 	}
+	for _, c := range []byte(" etaoinsrhldcumfpgwybv.,:/-_=\n0123456789") {
+		r[c] = 250
+	}
+	for _, c := range []byte("ABCDEFGHILMNOPRSTU\"'()[]k") {
+		r[c] = 120
+	}
+	for _, c := range []byte("JKQVWXYZjqxz") {
+		r[c] = 40
+	}
+	return r
+}()
+
+// rarest returns the offset of v's rarest byte.
+func rarest(v []byte) int {
+	k := 0
+	for i := range v {
+		if byteRank[v[i]] < byteRank[v[k]] {
+			k = i
+		}
+	}
+	return k
+}
+
+// indexAt returns where v next occurs in text at or after from, or -1,
+// looking for its byte at offset k first: the library's search looks for
+// the first byte, often a common one.
+func indexAt(text, v []byte, k, from int) int {
+	for i := from + k; i < len(text); {
+		j := bytes.IndexByte(text[i:], v[k])
+		if j < 0 {
+			return -1
+		}
+		at := i + j - k
+		if at+len(v) <= len(text) && bytes.Equal(text[at:at+len(v)], v) {
+			return at
+		}
+		i += j + 1
+	}
+	return -1
 }
 
 // identStart returns where the run of name bytes before a keyword begins,
@@ -295,12 +327,20 @@ func (e *Engine) find(text []byte, from int, st *blockState, final bool, taint *
 	// Copies of what was found (a private key's lines are masked by the
 	// block scanner wherever they are).
 	if n := len(spans); n > 0 {
-		for _, s := range spans[:n] {
-			if s.rule != "private-key" {
-				taint.Add(string(text[s.start:s.end]), s.rule)
+		if taint == nil {
+			e.copies(text, spans[:n], add)
+		} else {
+			// The taint's scan below masks the copies of what it
+			// takes; the copies of what it does not (too long) are
+			// looked for here.
+			var rest []span
+			for _, s := range spans[:n] {
+				if s.rule != "private-key" && !taint.Add(string(text[s.start:s.end]), s.rule) {
+					rest = append(rest, s)
+				}
 			}
+			e.copies(text, rest, add)
 		}
-		e.copies(text, spans[:n], add)
 	}
 	taint.load().scan(text, add)
 	e.known.load().scan(text, add)
@@ -379,50 +419,19 @@ func (e *Engine) candidates(text []byte, from, blockFrom int) (cands []candidate
 	return cands, blockLines
 }
 
-// copies masks the other copies in text of the values spans found, in
-// one pass over text.
+// copies masks the other copies in text of the values spans found.
 func (e *Engine) copies(text []byte, found []span, add func(int, int, string)) {
-	byPrefix := map[uint64][]int{} // first 8 bytes → spans
-	for i, s := range found {
-		if s.end-s.start >= minFound && s.rule != "private-key" {
-			k := binary.LittleEndian.Uint64(text[s.start:])
-			byPrefix[k] = append(byPrefix[k], i)
-		}
-	}
-	if len(byPrefix) == 0 {
-		return
-	}
-	if len(byPrefix) <= 4 {
-		// A few values: the library's search, which skips ahead.
-		var seen [][]byte
-		for _, idx := range byPrefix {
-			for _, j := range idx {
-				s := found[j]
-				v := text[s.start:s.end]
-				if slices.ContainsFunc(seen, func(x []byte) bool { return bytes.Equal(x, v) }) {
-					continue
-				}
-				seen = append(seen, v)
-				e.copiesOf(text, s, add)
-			}
-		}
-		return
-	}
-	f := newFilter(len(byPrefix))
-	for k := range byPrefix {
-		f.set(k)
-	}
-	for i := 0; i+minFound <= len(text); i++ {
-		k := binary.LittleEndian.Uint64(text[i:])
-		if !f.maybe(k) {
+	var values []foundValue
+	for _, s := range found {
+		v := text[s.start:s.end]
+		if len(v) < minFound || s.rule == "private-key" ||
+			slices.ContainsFunc(values, func(f foundValue) bool { return bytes.Equal(f.value, v) }) {
 			continue
 		}
-		for _, j := range byPrefix[k] {
-			s := found[j]
-			if v := text[s.start:s.end]; i != s.start && bytes.HasPrefix(text[i:], v) {
-				add(i, i+len(v), s.rule)
-			}
-		}
+		values = append(values, foundValue{v, s.rule})
+	}
+	if len(values) > 0 {
+		newValueSet(values).scan(text, add)
 	}
 }
 

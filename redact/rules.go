@@ -70,6 +70,65 @@ func (r *rule) anchoredRe() *regexp.Regexp {
 	return r.anchored
 }
 
+// literalThenRun reads a regex that begins with a literal, every keyword a
+// suffix of it, then a class repeated at least n times: it returns n and
+// the class, or 0, nil.
+func literalThenRun(re *syntax.Regexp, keywords []string) (int, *[256]bool) {
+	var seq []*syntax.Regexp
+	var flat func(t *syntax.Regexp)
+	flat = func(t *syntax.Regexp) {
+		switch t.Op {
+		case syntax.OpCapture:
+			flat(t.Sub[0])
+		case syntax.OpConcat:
+			for _, s := range t.Sub {
+				flat(s)
+			}
+		default:
+			if !emptyWidth(t.Op) || len(seq) > 0 {
+				seq = append(seq, t)
+			}
+		}
+	}
+	flat(re)
+	if len(seq) < 2 || seq[0].Op != syntax.OpLiteral || len(keywords) == 0 {
+		return 0, nil
+	}
+	lit := strings.ToLower(string(seq[0].Rune))
+	for _, k := range keywords {
+		if !strings.HasSuffix(lit, k) {
+			return 0, nil
+		}
+	}
+	rep := seq[1]
+	n := 0
+	switch rep.Op {
+	case syntax.OpRepeat:
+		n = rep.Min
+	case syntax.OpPlus:
+		n = 1
+	}
+	if n == 0 || len(rep.Sub) == 0 || rep.Sub[0].Op != syntax.OpCharClass {
+		return 0, nil
+	}
+	var set [256]bool
+	rs := rep.Sub[0].Rune
+	for i := 0; i+1 < len(rs); i += 2 {
+		for c := rs[i]; c <= rs[i+1] && c < 256; c++ {
+			if c >= 0x80 {
+				break
+			}
+			set[c] = true
+		}
+		if rs[i+1] >= 0x80 {
+			for c := 0x80; c < 256; c++ {
+				set[c] = true // a multi-byte rune's bytes: no judgement
+			}
+		}
+	}
+	return n, &set
+}
+
 // matchCtx is a match as a rule's check sees it: the text, the match and
 // the secret within it.
 type matchCtx struct {
@@ -98,6 +157,12 @@ func (r *rule) prepare() error {
 		return fmt.Errorf("redaction rule %s: %w", r.ID, err)
 	}
 	r.facts = analyze(re)
+	for i := 0; i < len(r.pre.ops); i++ {
+		r.pre.opSet[r.pre.ops[i]] = true
+	}
+	if r.pre.ops == "" && r.pre.runAfter == 0 && len(r.pre.words) == 0 {
+		r.pre.runMin, r.pre.runSet = literalThenRun(re, r.Keywords)
+	}
 	for _, p := range identPrefixes {
 		if strings.HasPrefix(r.Regex.String(), p) {
 			r.ident = true
@@ -124,22 +189,53 @@ type precheck struct {
 	// words: the identifier around the keyword ([A-Za-z0-9_-]), lower-cased,
 	// ends with one of these.
 	words []string
-	// lines: the operator and the value may be on the lines after the
-	// keyword's (gitleaks' semi-generic rules allow it).
-	lines bool
+	// semi: gitleaks' semi-generic shape: after the keyword, at most 20
+	// bytes of [ \t\w.-], then at most 3 of [\s'"] (a newline among
+	// them), then the operator.
+	semi bool
+	// opAfterName: the operator follows the name that holds the keyword,
+	// with at most a quote and three blanks between.
+	opAfterName bool
+	// runName: the run after the keyword is of name bytes ([\w-]), not
+	// only letters and digits.
+	runName bool
+
+	// Filled when a rule is prepared: ops as a table, and a condition
+	// read off a regex that is a literal then a repeated class
+	// (ghp_[0-9a-zA-Z]{36}): that many bytes of the class follow it.
+	opSet  [256]bool
+	runMin int
+	runSet *[256]bool
 }
 
 // prechecks are the hot rules' conditions, by rule id: the rules whose
 // keywords are common words (key, token, secret, ey).
 var prechecks = map[string]precheck{
-	"generic-api-key": {ops: "=>:|?,", opWithin: 28, minValue: 10, lines: true},
-	"password-assignment": {ops: "=:", opWithin: 8, minValue: 3, words: []string{
+	"generic-api-key": {ops: "=>:|?,", semi: true, minValue: 10},
+	"password-assignment": {ops: "=:", opWithin: 16, minValue: 3, opAfterName: true, words: []string{
 		"password", "passwd", "passphrase", "pwd", "secret", "apikey", "api_key", "api-key", "accesskey", "access_key",
 		"access-key", "authtoken", "auth_token", "auth-token", "accesstoken", "access_token", "access-token",
 		"clientsecret", "client_secret", "client-secret", "token"}},
-	"env-secret":            {ops: "=", opWithin: 48, upper: true},
+	"env-secret":            {ops: "=", opAfterName: true, upper: true},
 	"aws-secret-access-key": {ops: "=:", opWithin: 24, minValue: 40},
 	"jwt":                   {runAfter: 17},
+	"vault-service-token":   {runAfter: 24, runName: true},
+}
+
+// Byte classes of the prechecks, as tables.
+var (
+	identTab       = byteTable(func(c byte) bool { return identByte(c) })
+	semiName       = byteTable(func(c byte) bool { return identByte(c) || c == '.' || c == ' ' || c == '\t' })
+	blankQuote     = byteTable(func(c byte) bool { return byteIn(" \t\r\n\v\f'\"", c) })
+	beforeValueTab = byteTable(func(c byte) bool { return byteIn(beforeValue, c) })
+	valueTab       = byteTable(valueByte)
+)
+
+func byteTable(in func(byte) bool) (t [256]bool) {
+	for c := range 256 {
+		t[c] = in(byte(c))
+	}
+	return t
 }
 
 // byteIn tells whether c is one of the bytes of set.
@@ -159,7 +255,17 @@ func identByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
 }
 
-func (p precheck) ok(text []byte, kwStart, kwEnd int) bool {
+func (p *precheck) ok(text []byte, kwStart, kwEnd int) bool {
+	if p.runSet != nil {
+		if kwEnd+p.runMin > len(text) {
+			return false
+		}
+		for _, c := range text[kwEnd : kwEnd+p.runMin] {
+			if !p.runSet[c] {
+				return false
+			}
+		}
+	}
 	if p.upper && !('A' <= text[kwStart] && text[kwStart] <= 'Z') {
 		return false
 	}
@@ -168,44 +274,62 @@ func (p precheck) ok(text []byte, kwStart, kwEnd int) bool {
 			return false
 		}
 		for _, c := range text[kwEnd : kwEnd+p.runAfter] {
-			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || p.runName && (c == '_' || c == '-')) {
 				return false
 			}
 		}
 	}
-	if p.opWithin > 0 {
+	if p.opAfterName {
+		i := kwEnd
+		for i < len(text) && i-kwEnd < 64 && identTab[text[i]] {
+			i++
+		}
+		if i < len(text) && (text[i] == '"' || text[i] == '\'') {
+			i++
+		}
+		for n := 0; n < 3 && i < len(text) && (text[i] == ' ' || text[i] == '\t'); n++ {
+			i++
+		}
+		if i >= len(text) || !p.opSet[text[i]] {
+			return false
+		}
+	}
+	op := -1
+	switch {
+	case p.semi:
+		i := kwEnd
+		for i < len(text) && i-kwEnd < 20 && semiName[text[i]] {
+			i++
+		}
+		for n := 0; n < 3 && i < len(text) && blankQuote[text[i]]; n++ {
+			i++
+		}
+		if i >= len(text) || !p.opSet[text[i]] {
+			return false
+		}
+		op = i
+	case p.opWithin > 0:
 		end := min(len(text), kwEnd+p.opWithin)
-		op := -1
-		nl := false // past a newline: only blanks and quotes until the operator
-		for i := kwEnd; i < end; i++ {
-			c := text[i]
-			if c == '\n' {
-				if !p.lines {
-					break
-				}
-				nl = true
-				continue
-			}
-			if byteIn(p.ops, c) {
+		for i := kwEnd; i < end && text[i] != '\n'; i++ {
+			if p.opSet[text[i]] {
 				op = i
-				break
-			}
-			if nl && c != ' ' && c != '\t' && c != '\r' && c != '"' && c != '\'' {
 				break
 			}
 		}
 		if op < 0 {
 			return false
 		}
+	}
+	if op >= 0 {
 		if p.minValue > 0 {
 			// Past the operator (and any more operator, quote or blank
 			// bytes), a run of value bytes long enough to be a secret.
 			i := op
-			for i < len(text) && i < op+12 && byteIn(beforeValue, text[i]) {
+			for i < len(text) && i < op+12 && beforeValueTab[text[i]] {
 				i++
 			}
 			n := 0
-			for i < len(text) && n < p.minValue && valueByte(text[i]) {
+			for i < len(text) && n < p.minValue && valueTab[text[i]] {
 				i, n = i+1, n+1
 			}
 			if n < p.minValue {
@@ -270,6 +394,16 @@ func (s Spec) Compile() (Rule, error) {
 		kws[i] = strings.ToLower(k)
 	}
 	return Rule{ID: s.ID, Regex: re, SecretGroup: s.SecretGroup, Keywords: kws, Entropy: s.Entropy}, nil
+}
+
+// DefaultRules returns the rules an engine uses when Options.Rules is nil:
+// gitleaks' rules, then the terminal rules.
+func DefaultRules() ([]Rule, error) {
+	gl, err := GitleaksRules()
+	if err != nil {
+		return nil, err
+	}
+	return append(gl, TerminalRules()...), nil
 }
 
 // GitleaksRules returns gitleaks' default rule set, taken as data from its

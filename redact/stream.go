@@ -24,9 +24,10 @@ import (
 //     byte until more text completes it (it is masked) or breaks it (it
 //     goes out as it is), however long that takes; held past MaxHold
 //     bytes, it goes out masked, and so does the rest of it;
-//   - an unfinished line the block scanner needs (inside a private-key
-//     block, or holding -----BEGIN or data:), until its newline;
-//   - an unfinished escape sequence.
+//   - an unfinished escape sequence, and a \r that may begin a \r\n.
+//
+// A line inside a private-key block goes out masked as it comes, whole or
+// in parts.
 //
 // After Idle without a write, a held secret that is complete as it stands
 // (a token at the very end of the output, its end not yet seen) goes out
@@ -47,25 +48,27 @@ type Stream struct {
 	emit func([]byte)
 	o    StreamOptions
 
-	mu      sync.Mutex
-	raw     []byte   // bytes not yet emitted
-	parsed  int      // raw[:parsed] has gone through the parser
-	state   escState // the parser's state at raw[parsed]
-	escAt   int      // where the escape sequence being parsed began
-	strAt   int      // where a string sequence's payload began
-	plain   []byte   // the text projection of raw[:parsed]
-	gaps    []gap    // the bytes of raw[:parsed] left out of plain
-	ctx     []byte   // text of the last lines already emitted
-	ctxAt   []int64  // emitted-stream offset of each byte of ctx; -1: it went out masked
+	mu     sync.Mutex
+	raw    []byte   // bytes not yet emitted
+	parsed int      // raw[:parsed] has gone through the parser
+	state  escState // the parser's state at raw[parsed]
+	escAt  int      // where the escape sequence being parsed began
+	strAt  int      // where a string sequence's payload began
+	// text is the text of the last lines already emitted (the context,
+	// text[:nctx]) and then the text projection of raw[:parsed]: what
+	// the rules read, in one piece.
+	text    []byte
+	nctx    int
+	gaps    []gap   // the bytes of raw[:parsed] left out of the text
+	ctxAt   []int64 // with Repair: the emitted-stream offset of each context byte; -1: it went out masked
 	blk     blockState
 	emitted int64 // bytes emitted so far
 	timer   Timer
 	closed  bool
-	buf     []byte // scratch: ctx + plain
 	out     []byte // scratch: what goes to emit
 	runs    []outRun
-	ctx2    []byte // scratch: the next ctx
-	at2     []int64
+	masks   []maskAt
+	at2     []int64 // scratch: the next ctxAt
 	vm      pvmScratch
 }
 
@@ -276,17 +279,17 @@ func (s *Stream) parse(final bool) {
 				case i+1 < len(s.raw) && s.raw[i+1] == '\n':
 					s.addGap(i, 1, false)
 				default:
-					s.plain = append(s.plain, c)
+					s.text = append(s.text, c)
 				}
 				continue
 			}
-			if isText(c) {
+			if textByte[c] {
 				// A run of text, at once.
 				j := i + 1
-				for j < len(s.raw) && isText(s.raw[j]) && s.raw[j] != '\r' {
+				for j < len(s.raw) && textByte[s.raw[j]] {
 					j++
 				}
-				s.plain = append(s.plain, s.raw[i:j]...)
+				s.text = append(s.text, s.raw[i:j]...)
 				i = j - 1
 				continue
 			}
@@ -338,7 +341,7 @@ func (s *Stream) parse(final bool) {
 }
 
 func (s *Stream) addGap(at, n int, esc bool) {
-	g := gap{plain: len(s.plain), raw: at, n: n, cum: n, esc: esc}
+	g := gap{plain: len(s.text) - s.nctx, raw: at, n: n, cum: n, esc: esc}
 	if k := len(s.gaps); k > 0 {
 		g.cum += s.gaps[k-1].cum
 		if last := &s.gaps[k-1]; !esc && !last.esc && last.plain == g.plain && last.raw+last.n == at {
@@ -405,11 +408,9 @@ func (s *Stream) flush(mode flushMode) {
 		s.parsed = len(s.raw)
 		limit = len(s.raw)
 	}
-	np := len(s.plain)
-	nctx := len(s.ctx)
-	s.buf = append(append(s.buf[:0], s.ctx...), s.plain...)
-	buf := s.buf
-	lineStart := bytes.LastIndexByte(s.plain, '\n') + 1 // where the unfinished line begins, in plain
+	buf, nctx := s.text, s.nctx
+	np := len(buf) - nctx
+	lineStart := bytes.LastIndexByte(buf[nctx:], '\n') + 1 // where the unfinished line begins, after the context
 	spans := merge(s.e.find(buf, nctx, &s.blk, lineStart == np, s.o.Taint))
 	hold := np
 	if lineStart < np {
@@ -424,9 +425,13 @@ func (s *Stream) flush(mode flushMode) {
 	if cut == 0 {
 		return
 	}
+	// What goes out: runs of raw bytes as they are, between masks (a
+	// placeholder, then the escape sequences that were inside the
+	// secret). The raw runs go to emit as they are, not copied.
+	runs := s.runs[:0] // where each clear run begins in raw and in the output
+	masks := s.masks[:0]
 	s.out = s.out[:0]
-	runs := s.runs[:0] // where each clear run begins in raw and in out
-	prev := 0
+	prev, off := 0, 0
 	for _, sp := range spans {
 		if sp.start < nctx {
 			s.repair(sp, buf)
@@ -436,28 +441,32 @@ func (s *Stream) flush(mode flushMode) {
 		}
 		start, end := max(sp.start-nctx, 0), min(sp.end-nctx, hold)
 		rs, re := s.rawOf(start), s.rawOf(end-1)+1
-		runs = append(runs, outRun{prev, len(s.out)})
-		s.out = append(s.out, s.raw[prev:rs]...)
+		runs = append(runs, outRun{prev, off})
+		m := len(s.out)
 		s.out = append(s.out, s.e.Placeholder(sp.rule, buf[sp.start:sp.end])...)
 		for _, g := range s.gaps {
 			if g.esc && g.raw >= rs && g.raw+g.n <= re {
 				s.out = append(s.out, s.raw[g.raw:g.raw+g.n]...)
 			}
 		}
+		masks = append(masks, maskAt{prev, rs, m, len(s.out)})
+		off += rs - prev + len(s.out) - m
 		prev = re
 	}
-	runs = append(runs, outRun{prev, len(s.out)})
-	s.out = append(s.out, s.raw[prev:cut]...)
-	s.runs = runs
-	s.keepContext(buf, nctx, hold, spans, runs)
-	// Drop what went out.
+	runs = append(runs, outRun{prev, off})
+	s.runs, s.masks = runs, masks
+	s.keepContext(nctx, hold, spans, runs)
+	for _, m := range masks {
+		s.send(s.raw[m.clearFrom:m.clearTo])
+		s.send(s.out[m.from:m.to])
+	}
+	s.send(s.raw[prev:cut])
+	// Drop what went out (emit has returned: it was given raw itself).
 	n := copy(s.raw, s.raw[cut:])
 	s.raw = s.raw[:n]
 	s.parsed -= cut
 	s.escAt -= cut
 	s.strAt -= cut
-	n = copy(s.plain, s.plain[hold:])
-	s.plain = s.plain[:n]
 	kept := s.gaps[:0]
 	cum := 0
 	for _, g := range s.gaps {
@@ -470,14 +479,13 @@ func (s *Stream) flush(mode flushMode) {
 		}
 	}
 	s.gaps = kept
-	s.emitOut()
 }
 
-// decide settles what an undecided secret u (in s.buf: the context, then
+// decide settles what an undecided secret u (in s.text: the context, then
 // the pending text) means for this flush: how much of the pending text
 // goes (the hold point, in plain), and what is masked.
 func (s *Stream) decide(u undecided, mode flushMode, spans []span, nctx, lineStart int) (int, []span) {
-	end := len(s.buf)
+	end := len(s.text)
 	np := end - nctx
 	switch {
 	case mode >= modeFlush, end-u.at > s.o.MaxHold,
@@ -535,48 +543,63 @@ func (s *Stream) repair(sp span, buf []byte) {
 }
 
 // outRun is where a run of bytes that go out in clear begins, in raw and
-// in out.
+// in what this flush emits.
 type outRun struct{ raw, out int }
 
+// maskAt is a mask of a flush: the raw bytes before it that go out as
+// they are, and the mask itself in s.out.
+type maskAt struct{ clearFrom, clearTo, from, to int }
+
+// send emits p, if there is anything in it.
+func (s *Stream) send(p []byte) {
+	if len(p) > 0 {
+		s.emitted += int64(len(p))
+		s.emit(p)
+	}
+}
+
 // keepContext keeps the end of what went out as context for what
-// follows: the last lines (as many as a rule's window spans, and the
-// current one), at most maxContext bytes, with the emitted offset of each
-// byte that went out in clear.
-func (s *Stream) keepContext(buf []byte, nctx, hold int, spans []span, runs []outRun) {
-	text := buf[:nctx+hold]
+// follows, in front of what is held: the last lines (as many as a rule's
+// window spans, and the current one), at most maxContext bytes; with
+// Repair, the emitted offset of each byte that went out in clear. The
+// emitted count is still that before this flush's out.
+func (s *Stream) keepContext(nctx, hold int, spans []span, runs []outRun) {
+	text := s.text[:nctx+hold]
 	i := len(text)
 	for n := 0; n <= s.e.ctxLines && i >= 0; n++ {
 		i = bytes.LastIndexByte(text[:i], '\n')
 	}
 	from := max(i+1, len(text)-maxContext)
-	start := max(from, nctx) // the first byte of this flush's text kept
-	s.ctx2 = append(s.ctx2[:0], text[from:]...)
-	s.at2 = s.at2[:0]
-	if from < nctx {
-		s.at2 = append(s.at2, s.ctxAt[from:]...)
-	}
-	base := s.emitted
-	k := 0 // the clear run of the byte at hand
-	for p := start - nctx; p < hold; p++ {
-		at := int64(-1)
-		masked := false
-		for _, sp := range spans {
-			if sp.start-nctx <= p && p < sp.end-nctx {
-				masked = true
-				break
-			}
+	if s.o.Repair != nil {
+		s.at2 = s.at2[:0]
+		if from < nctx {
+			s.at2 = append(s.at2, s.ctxAt[from:]...)
 		}
-		if !masked {
-			r := s.rawOf(p)
-			for k+1 < len(runs) && runs[k+1].raw <= r {
-				k++
+		k := 0 // the clear run of the byte at hand
+		for p := max(from, nctx) - nctx; p < hold; p++ {
+			at := int64(-1)
+			masked := false
+			for _, sp := range spans {
+				if sp.start-nctx <= p && p < sp.end-nctx {
+					masked = true
+					break
+				}
 			}
-			at = base + int64(runs[k].out+r-runs[k].raw)
+			if !masked {
+				r := s.rawOf(p)
+				for k+1 < len(runs) && runs[k+1].raw <= r {
+					k++
+				}
+				at = s.emitted + int64(runs[k].out+r-runs[k].raw)
+			}
+			s.at2 = append(s.at2, at)
 		}
-		s.at2 = append(s.at2, at)
+		s.ctxAt, s.at2 = s.at2, s.ctxAt
 	}
-	s.ctx, s.ctx2 = s.ctx2, s.ctx
-	s.ctxAt, s.at2 = s.at2, s.ctxAt
+	// The kept lines, then what is held.
+	n := copy(s.text, s.text[from:])
+	s.text = s.text[:n]
+	s.nctx = nctx + hold - from
 }
 
 // redactPayload redacts the payload of a string sequence. Hyperlinks carry
@@ -597,7 +620,11 @@ func (e *Engine) redactPayload(p []byte, t *Taint) string {
 	return red
 }
 
-// isText: a byte of the text projection.
-func isText(c byte) bool {
-	return c >= 0x20 && c != 0x7f || c == '\n' || c == '\t' || c == '\r'
-}
+// textByte: a byte of the text projection but \r (which waits to see
+// whether a \n follows).
+var textByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 0x20 && c != 0x7f || c == '\n' || c == '\t'
+	}
+	return t
+}()

@@ -164,18 +164,12 @@ func (t *Taint) publish(heldChanged bool) {
 		s.held = newHeldIndex(s.heldVals)
 	}
 	s.found = slices.Clone(t.found)
-	s.prefix = map[uint64][]int32{}
+	s.set = newValueSet(s.found)
 	s.prefix4 = map[uint32][]int32{}
 	for i, f := range s.found {
-		k := binary.LittleEndian.Uint64(f.value)
-		s.prefix[k] = append(s.prefix[k], int32(i))
 		k4 := binary.LittleEndian.Uint32(f.value)
 		s.prefix4[k4] = append(s.prefix4[k4], int32(i))
 		s.maxFound = max(s.maxFound, len(f.value))
-	}
-	s.foundFilter = newFilter(len(s.prefix))
-	for k := range s.prefix {
-		s.foundFilter.set(k)
 	}
 	t.snap.Store(s)
 }
@@ -190,13 +184,12 @@ func (t *Taint) load() *taintSnap {
 
 // taintSnap is an immutable picture of a Taint.
 type taintSnap struct {
-	found       []foundValue
-	prefix      map[uint64][]int32 // first 8 bytes of a found value → its indexes
-	prefix4     map[uint32][]int32 // first 4 bytes → indexes
-	maxFound    int
-	foundFilter filter
-	held        *heldIndex
-	heldVals    [][]byte
+	found    []foundValue
+	set      *valueSet          // finds them
+	prefix4  map[uint32][]int32 // first 4 bytes → indexes
+	maxFound int
+	held     *heldIndex
+	heldVals [][]byte
 }
 
 func (s *taintSnap) empty() bool {
@@ -204,15 +197,7 @@ func (s *taintSnap) empty() bool {
 }
 
 func (s *taintSnap) hasFound(v []byte) bool {
-	if len(v) < minFound {
-		return false
-	}
-	for _, i := range s.prefix[binary.LittleEndian.Uint64(v)] {
-		if bytes.Equal(s.found[i].value, v) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.found, func(f foundValue) bool { return bytes.Equal(f.value, v) })
 }
 
 // heldIndex finds the pieces of held values.
@@ -309,9 +294,12 @@ func (s *taintSnap) scan(text []byte, add func(start, end int, rule string)) {
 	if s.empty() {
 		return
 	}
+	if s.set != nil {
+		s.set.scan(text, add)
+	}
 	h := s.held
-	if h == nil {
-		h = &heldIndex{}
+	if h.empty() {
+		return
 	}
 	runStart, runEnd := -1, -1
 	for i := 0; i+gramLen <= len(text); i++ {
@@ -325,25 +313,97 @@ func (s *taintSnap) scan(text []byte, add func(start, end int, rule string)) {
 			}
 			runEnd = i + gramLen
 		}
-		if s.foundFilter.maybe(g) {
-			for _, k := range s.prefix[g] {
-				if v := s.found[k].value; bytes.HasPrefix(text[i:], v) {
-					add(i, i+len(v), s.found[k].rule)
-				}
-			}
-		}
 	}
 	if runStart >= 0 {
 		add(runStart, runEnd, "known-secret")
 	}
 	for _, v := range h.short {
+		k := rarest(v)
 		for off := 0; ; {
-			j := bytes.Index(text[off:], v)
+			j := indexAt(text, v, k, off)
 			if j < 0 {
 				break
 			}
-			add(off+j, off+j+len(v), "known-secret")
-			off += j + 1
+			add(j, j+len(v), "known-secret")
+			off = j + 1
+		}
+	}
+}
+
+// valueSet finds exact values (found secrets) in a text. A few are looked
+// for one by one, by their rarest byte; many, in one pass that reads every
+// fourth position: each value of 11 bytes or more is indexed by the 8
+// bytes at each of its first four offsets, so that any copy of it has one
+// of them at a position that pass reads.
+type valueSet struct {
+	values []foundValue
+	grams  map[uint64][]valueAt
+	filter filter
+	short  []int // values read one by one
+}
+
+type valueAt struct{ value, off int32 }
+
+const (
+	stride     = 4
+	fewValues  = 2
+	minStrided = gramLen + stride - 1
+)
+
+func newValueSet(values []foundValue) *valueSet {
+	vs := &valueSet{values: values}
+	if len(values) <= fewValues {
+		for i := range values {
+			vs.short = append(vs.short, i)
+		}
+		return vs
+	}
+	vs.grams = map[uint64][]valueAt{}
+	for i, f := range values {
+		if len(f.value) < minStrided {
+			vs.short = append(vs.short, i)
+			continue
+		}
+		for j := range stride {
+			g := binary.LittleEndian.Uint64(f.value[j:])
+			vs.grams[g] = append(vs.grams[g], valueAt{int32(i), int32(j)})
+		}
+	}
+	vs.filter = newFilter(len(vs.grams))
+	for g := range vs.grams {
+		vs.filter.set(g)
+	}
+	return vs
+}
+
+func (vs *valueSet) scan(text []byte, add func(start, end int, rule string)) {
+	for _, i := range vs.short {
+		f := vs.values[i]
+		k := rarest(f.value)
+		for off := 0; ; {
+			j := indexAt(text, f.value, k, off)
+			if j < 0 {
+				break
+			}
+			add(j, j+len(f.value), f.rule)
+			off = j + 1
+		}
+	}
+	if len(vs.grams) == 0 {
+		return
+	}
+	bits, shift, mask := vs.filter.bits, vs.filter.shift, uint64(len(vs.filter.bits)-1)
+	for i := 0; i+gramLen <= len(text); i += stride {
+		g := binary.LittleEndian.Uint64(text[i : i+gramLen])
+		h := (g * gramHash) >> shift
+		if bits[(h>>6)&mask]&(1<<(h&63)) == 0 {
+			continue
+		}
+		for _, at := range vs.grams[g] {
+			v := vs.values[at.value].value
+			if p := i - int(at.off); p >= 0 && p+len(v) <= len(text) && bytes.Equal(text[p:p+len(v)], v) {
+				add(p, p+len(v), vs.values[at.value].rule)
+			}
 		}
 	}
 }
