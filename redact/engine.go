@@ -292,6 +292,18 @@ func lineEnd(text []byte, i, n int) int {
 // values are added to taint, and the copies of its values masked; without
 // a taint, the copies of what was found in text are masked all the same.
 func (e *Engine) find(text []byte, from int, st *blockState, final bool, taint *Taint) []span {
+	return e.findHits(text, from, st, final, taint, nil)
+}
+
+// kwHit is a keyword hit: the keyword's id and the offset just past it.
+type kwHit struct {
+	id  int32
+	end int
+}
+
+// findHits is find, that also keeps in tail the keyword hits close enough
+// to the end of text for undecidedIn.
+func (e *Engine) findHits(text []byte, from int, st *blockState, final bool, taint *Taint, tail *[]kwHit) []span {
 	var spans []span
 	add := func(start, end int, rule string) {
 		if end > start {
@@ -299,7 +311,7 @@ func (e *Engine) find(text []byte, from int, st *blockState, final bool, taint *
 		}
 	}
 	blockFrom := bytes.LastIndexByte(text[:from], '\n') + 1
-	cands, blockLines := e.candidates(text, from, blockFrom)
+	cands, blockLines := e.candidates(text, from, blockFrom, tail)
 	if len(cands) > 0 {
 		// Merge the windows of each rule.
 		sort.Slice(cands, func(i, j int) bool {
@@ -383,13 +395,17 @@ func outsidePlaceholders(text []byte, spans []span) []span {
 // they call for must run in (but those that end before from: seen before,
 // with the same result), and the offsets of the block keyword hits after
 // blockFrom.
-func (e *Engine) candidates(text []byte, from, blockFrom int) (cands []candidate, blockLines []int) {
+func (e *Engine) candidates(text []byte, from, blockFrom int, tail *[]kwHit) (cands []candidate, blockLines []int) {
+	tailFrom := len(text) - e.reach
 	e.m.scan(text, func(id int32, end int) {
 		if int(id) < e.nBlock {
 			if end > blockFrom {
 				blockLines = append(blockLines, end)
 			}
 			return
+		}
+		if tail != nil && end > tailFrom {
+			*tail = append(*tail, kwHit{id, end})
 		}
 		rules := e.kwRules[id]
 		if len(rules) == 0 {

@@ -29,7 +29,7 @@ func (u *undecided) consider(at int, rule string) {
 //
 // A keyword and an assignment without a value yet (password=) hold
 // nothing: only a secret's own bytes are held.
-func (e *Engine) undecidedIn(text []byte, t *Taint, sc *pvmScratch) undecided {
+func (e *Engine) undecidedIn(text []byte, hits []kwHit, t *Taint, sc *pvmScratch) undecided {
 	u := undecided{at: -1}
 	if len(text) == 0 {
 		return u
@@ -55,11 +55,11 @@ func (e *Engine) undecidedIn(text []byte, t *Taint, sc *pvmScratch) undecided {
 	}
 	type ask struct{ rule, start int }
 	var asks []ask
-	e.m.scan(region, func(id int32, end int) {
-		if int(id) < e.nBlock {
-			return
+	for _, h := range hits {
+		id, end := h.id, h.end
+		if end <= from {
+			continue
 		}
-		end += from
 		kwStart := end - e.m.lens[id]
 		for _, ri := range e.holdRules[id] {
 			r := e.rules[ri]
@@ -82,7 +82,7 @@ func (e *Engine) undecidedIn(text []byte, t *Taint, sc *pvmScratch) undecided {
 				asks = append(asks, ask{int(ri), start})
 			}
 		}
-	})
+	}
 	for _, ri := range e.always {
 		asks = append(asks, ask{int(ri), from})
 	}

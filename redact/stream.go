@@ -2,6 +2,7 @@ package redact
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/url"
 	"sort"
 	"sync"
@@ -36,8 +37,9 @@ import (
 // go in clear; Flush is for when the program is known to be waiting for
 // input (its prompt must be seen).
 //
-// The text of the lines already sent stays as context (a few lines, as
-// many as any rule's window spans), so "password: " sent first and the
+// Write never fails, and never blocks on anything but emit. The text of
+// the lines already sent stays as context (a few lines, as many as any
+// rule's window spans, 1 KiB at most), so "password: " sent first and the
 // value after a pause is still caught, and a value on the line after its
 // key. A match that begins in text already sent (its head went out before
 // anything could tell it was a secret, or a hold was given up at its
@@ -68,6 +70,7 @@ type Stream struct {
 	out     []byte // scratch: what goes to emit
 	runs    []outRun
 	masks   []maskAt
+	hits    []kwHit // keyword hits near the end of the text, from find
 	at2     []int64 // scratch: the next ctxAt
 	vm      pvmScratch
 }
@@ -91,7 +94,9 @@ type StreamOptions struct {
 	// they move by hand.
 	Clock Clock
 	// Taint is the owner's set of secrets: what the stream finds is added
-	// to it, and what it holds is masked (nil: none).
+	// to it, and what it holds is masked. nil: the stream keeps one of its
+	// own (default bounds), so that what it found once is masked wherever
+	// it shows again in it.
 	Taint *Taint
 	// Repair, when set, is told of text already emitted that turned out
 	// to be part of a secret. It is called with the stream's lock held,
@@ -163,7 +168,9 @@ const (
 
 // NewStream returns a stream that writes redacted bytes to emit. emit is
 // called with the stream's lock held, in order, from Write, Flush, Close
-// or the idle timer; it must not call back into the stream.
+// or the idle timer, once or more for each; it must not call back into
+// the stream, nor keep p after it returns (p may be the stream's own
+// buffer). idle is StreamOptions.Idle.
 func (e *Engine) NewStream(idle time.Duration, emit func([]byte)) *Stream {
 	return e.NewStreamWith(emit, StreamOptions{Idle: idle})
 }
@@ -178,6 +185,9 @@ func (e *Engine) NewStreamWith(emit func([]byte), o StreamOptions) *Stream {
 	}
 	if o.MaxHold <= 0 {
 		o.MaxHold = DefaultMaxHold
+	}
+	if o.Taint == nil {
+		o.Taint = NewTaint(TaintLimits{})
 	}
 	return &Stream{e: e, emit: emit, o: o}
 }
@@ -285,10 +295,7 @@ func (s *Stream) parse(final bool) {
 			}
 			if textByte[c] {
 				// A run of text, at once.
-				j := i + 1
-				for j < len(s.raw) && textByte[s.raw[j]] {
-					j++
-				}
+				j := textRun(s.raw, i+1)
 				s.text = append(s.text, s.raw[i:j]...)
 				i = j - 1
 				continue
@@ -411,10 +418,11 @@ func (s *Stream) flush(mode flushMode) {
 	buf, nctx := s.text, s.nctx
 	np := len(buf) - nctx
 	lineStart := bytes.LastIndexByte(buf[nctx:], '\n') + 1 // where the unfinished line begins, after the context
-	spans := merge(s.e.find(buf, nctx, &s.blk, lineStart == np, s.o.Taint))
+	s.hits = s.hits[:0]
+	spans := merge(s.e.findHits(buf, nctx, &s.blk, lineStart == np, s.o.Taint, &s.hits))
 	hold := np
 	if lineStart < np {
-		if u := s.e.undecidedIn(buf, s.o.Taint, &s.vm); u.at >= 0 {
+		if u := s.e.undecidedIn(buf, s.hits, s.o.Taint, &s.vm); u.at >= 0 {
 			hold, spans = s.decide(u, mode, spans, nctx, lineStart)
 		}
 	}
@@ -618,6 +626,31 @@ func (e *Engine) redactPayload(p []byte, t *Taint) string {
 		return rdec
 	}
 	return red
+}
+
+// textRun returns where the run of text bytes (textByte) that goes on at
+// b[i] ends. Eight bytes at a time while none is below 0x20 or 0x7f, then
+// one by one through the word that has one (a newline, most often).
+func textRun(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for {
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			y := x ^ (0x7f * ones)
+			if (x-0x20*ones)&^x&highs != 0 || (y-ones)&^y&highs != 0 {
+				break
+			}
+			i += 8
+		}
+		for end := min(i+8, len(b)); i < end; i++ {
+			if !textByte[b[i]] {
+				return i
+			}
+		}
+		if i >= len(b) {
+			return i
+		}
+	}
 }
 
 // textByte: a byte of the text projection but \r (which waits to see

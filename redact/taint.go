@@ -200,12 +200,16 @@ func (s *taintSnap) hasFound(v []byte) bool {
 	return slices.ContainsFunc(s.found, func(f foundValue) bool { return bytes.Equal(f.value, v) })
 }
 
-// heldIndex finds the pieces of held values.
+// heldIndex finds the pieces of held values. A text is read at every
+// fourth position for 4 bytes of a held value (any piece of 8 bytes or
+// more holds such 4 bytes at one of them); around a position that has
+// some, every 8-byte piece that covers them is looked up.
 type heldIndex struct {
-	grams  []uint64 // every 8-byte piece, sorted
-	filter filter
-	short  [][]byte // values (or lines) of 4 to 7 bytes, matched whole
-	grams4 map[uint32]struct{}
+	grams   []uint64 // every 8-byte piece, sorted
+	filter  filter
+	short   [][]byte // values (or lines) of 4 to 7 bytes, matched whole
+	grams4  map[uint32]struct{}
+	filter4 filter
 }
 
 func (h *heldIndex) empty() bool { return h == nil || len(h.grams) == 0 && len(h.short) == 0 }
@@ -238,6 +242,10 @@ func newHeldIndex(values [][]byte) *heldIndex {
 	h.filter = newFilter(len(h.grams))
 	for _, g := range h.grams {
 		h.filter.set(g)
+	}
+	h.filter4 = newFilter(len(h.grams4))
+	for g := range h.grams4 {
+		h.filter4.set(uint64(g))
 	}
 	return h
 }
@@ -302,17 +310,25 @@ func (s *taintSnap) scan(text []byte, add func(start, end int, rule string)) {
 		return
 	}
 	runStart, runEnd := -1, -1
-	for i := 0; i+gramLen <= len(text); i++ {
-		g := binary.LittleEndian.Uint64(text[i:])
-		if h.filter.maybe(g) && h.has(g) {
-			if i > runEnd {
-				if runStart >= 0 {
-					add(runStart, runEnd, "known-secret")
-				}
-				runStart = i
-			}
-			runEnd = i + gramLen
+	next := 0 // the first position whose 8 bytes are not looked up yet
+	for i := 0; i+4 <= len(text); i += 4 {
+		if !h.filter4.maybe(uint64(binary.LittleEndian.Uint32(text[i:]))) {
+			continue
 		}
+		// Every piece that covers text[i:i+4].
+		for p := max(next, i-gramLen+4); p <= i && p+gramLen <= len(text); p++ {
+			g := binary.LittleEndian.Uint64(text[p:])
+			if h.filter.maybe(g) && h.has(g) {
+				if p > runEnd {
+					if runStart >= 0 {
+						add(runStart, runEnd, "known-secret")
+					}
+					runStart = p
+				}
+				runEnd = p + gramLen
+			}
+		}
+		next = i + 1
 	}
 	if runStart >= 0 {
 		add(runStart, runEnd, "known-secret")
@@ -330,72 +346,63 @@ func (s *taintSnap) scan(text []byte, add func(start, end int, rule string)) {
 	}
 }
 
-// valueSet finds exact values (found secrets) in a text. A few are looked
-// for one by one, by their rarest byte; many, in one pass that reads every
-// fourth position: each value of 11 bytes or more is indexed by the 8
-// bytes at each of its first four offsets, so that any copy of it has one
-// of them at a position that pass reads.
+// valueSet finds exact values (found secrets) in a text. One or two are
+// looked for one by one, by their rarest byte; more, in one pass that
+// reads every fourth position: each value is indexed by the 4 bytes at
+// each of its first four offsets, so that any copy of it has one of them
+// at a position that pass reads.
 type valueSet struct {
 	values []foundValue
-	grams  map[uint64][]valueAt
+	grams  map[uint32][]valueAt
 	filter filter
-	short  []int // values read one by one
+	few    bool
 }
 
 type valueAt struct{ value, off int32 }
 
 const (
-	stride     = 4
-	fewValues  = 2
-	minStrided = gramLen + stride - 1
+	stride    = 4
+	fewValues = 2
 )
 
 func newValueSet(values []foundValue) *valueSet {
-	vs := &valueSet{values: values}
-	if len(values) <= fewValues {
-		for i := range values {
-			vs.short = append(vs.short, i)
-		}
+	vs := &valueSet{values: values, few: len(values) <= fewValues}
+	if vs.few {
 		return vs
 	}
-	vs.grams = map[uint64][]valueAt{}
+	vs.grams = map[uint32][]valueAt{}
 	for i, f := range values {
-		if len(f.value) < minStrided {
-			vs.short = append(vs.short, i)
-			continue
-		}
 		for j := range stride {
-			g := binary.LittleEndian.Uint64(f.value[j:])
+			g := binary.LittleEndian.Uint32(f.value[j:]) // values have 8 bytes or more
 			vs.grams[g] = append(vs.grams[g], valueAt{int32(i), int32(j)})
 		}
 	}
 	vs.filter = newFilter(len(vs.grams))
 	for g := range vs.grams {
-		vs.filter.set(g)
+		vs.filter.set(uint64(g))
 	}
 	return vs
 }
 
 func (vs *valueSet) scan(text []byte, add func(start, end int, rule string)) {
-	for _, i := range vs.short {
-		f := vs.values[i]
-		k := rarest(f.value)
-		for off := 0; ; {
-			j := indexAt(text, f.value, k, off)
-			if j < 0 {
-				break
+	if vs.few {
+		for _, f := range vs.values {
+			k := rarest(f.value)
+			for off := 0; ; {
+				j := indexAt(text, f.value, k, off)
+				if j < 0 {
+					break
+				}
+				add(j, j+len(f.value), f.rule)
+				off = j + 1
 			}
-			add(j, j+len(f.value), f.rule)
-			off = j + 1
 		}
-	}
-	if len(vs.grams) == 0 {
 		return
 	}
 	bits, shift, mask := vs.filter.bits, vs.filter.shift, uint64(len(vs.filter.bits)-1)
-	for i := 0; i+gramLen <= len(text); i += stride {
-		g := binary.LittleEndian.Uint64(text[i : i+gramLen])
-		h := (g * gramHash) >> shift
+	for i := 0; i+4 <= len(text); i += stride {
+		g := binary.LittleEndian.Uint32(text[i : i+4])
+		h := (uint64(g) * gramHash) >> shift
 		if bits[(h>>6)&mask]&(1<<(h&63)) == 0 {
 			continue
 		}
