@@ -165,23 +165,29 @@ func BenchmarkRedactOneShot(b *testing.B) {
 	e := testEngine(b)
 	text := benchText()
 	b.SetBytes(int64(len(text)))
-	b.ResetTimer()
+	defer reportCPU(b, len(text))()
 	for range b.N {
 		e.Redact(text)
 	}
 }
 
+// BenchmarkRedactStream: reads of 4 KiB, 16 KiB (a session's) and 256
+// KiB (termgate redact's).
 func BenchmarkRedactStream(b *testing.B) {
-	e := testEngine(b)
 	text := []byte(benchText())
-	b.SetBytes(int64(len(text)))
-	b.ResetTimer()
-	for range b.N {
-		s := e.NewStream(time.Hour, func([]byte) {})
-		for i := 0; i < len(text); i += 4096 {
-			s.Write(text[i:min(i+4096, len(text))])
-		}
-		s.Close()
+	for _, size := range []int{4 << 10, 16 << 10, 256 << 10} {
+		b.Run(fmt.Sprintf("read=%dKiB", size>>10), func(b *testing.B) {
+			e := testEngine(b)
+			b.SetBytes(int64(len(text)))
+			defer reportCPU(b, len(text))()
+			for range b.N {
+				s := e.NewStream(time.Hour, func([]byte) {})
+				for i := 0; i < len(text); i += size {
+					s.Write(text[i:min(i+size, len(text))])
+				}
+				s.Close()
+			}
+		})
 	}
 }
 
