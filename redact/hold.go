@@ -71,9 +71,12 @@ func (e *Engine) undecidedIn(text []byte, hits []kwHit, t *Taint, sc *pvmScratch
 			if r.ident {
 				start = identStart(text, ls, kwStart)
 			}
+			// One run of a rule's program from the earliest start, which
+			// covers the later ones; but a rule run anchored (at a name)
+			// runs from each name.
 			found := false
 			for k := range asks {
-				if asks[k].rule == int(ri) {
+				if asks[k].rule == int(ri) && (!r.ident || asks[k].start == start) {
 					asks[k].start = min(asks[k].start, start)
 					found = true
 				}

@@ -302,3 +302,16 @@ func TestRepair(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestHoldEveryName: a rule run anchored at a name is run from every
+// name near the end, not only the first.
+func TestHoldEveryName(t *testing.T) {
+	e := testEngine(t)
+	v := rnd(rand.New(rand.NewPCG(11, 12)), alnum, 40)
+	for i := 10; i < len(v); i += 7 {
+		out := paced(e, StreamOptions{}, chunk{"apiKey := \"low\"; authKey := \"" + v[:i], time.Hour}, chunk{v[i:] + "\"\n", 0})
+		if w := leaks(out, []string{v}); w != "" {
+			t.Fatalf("split at %d: %q came out of %q", i, w, out)
+		}
+	}
+}
