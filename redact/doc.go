@@ -61,9 +61,10 @@
 // piece of 8 bytes or more of such a value is masked, so a program that
 // prints it in pieces (printf '%s\n%s\n' "${P:0:12}" "${P:12}") shows
 // placeholders. A Taint is bounded (TaintLimits): found values beyond it
-// push out the oldest, a held value beyond it is refused, and so is an
-// AddSecret beyond Options.Held. There is no global registry: a Taint
-// lives as long as its owner keeps it.
+// push out the oldest (a program that prints 256 other secrets makes it
+// forget one), a held value beyond it is refused, and so is an AddSecret
+// beyond Options.Held. There is no global registry: a Taint lives as long
+// as its owner keeps it; a stream given none keeps its own.
 //
 // # Streams
 //
