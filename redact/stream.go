@@ -417,9 +417,15 @@ func (s *Stream) flush(mode flushMode) {
 	}
 	buf, nctx := s.text, s.nctx
 	np := len(buf) - nctx
+	if np == 0 && limit == 0 {
+		return // nothing new
+	}
 	lineStart := bytes.LastIndexByte(buf[nctx:], '\n') + 1 // where the unfinished line begins, after the context
+	// The last line is complete when the text ends with its newline (the
+	// context's last line is not, when nothing follows it yet).
+	final := len(buf) > 0 && buf[len(buf)-1] == '\n'
 	s.hits = s.hits[:0]
-	spans := merge(s.e.findHits(buf, nctx, &s.blk, lineStart == np, s.o.Taint, &s.hits))
+	spans := merge(s.e.findHits(buf, nctx, &s.blk, final, s.o.Taint, &s.hits))
 	hold := np
 	if lineStart < np {
 		if u := s.e.undecidedIn(buf, s.hits, s.o.Taint, &s.vm); u.at >= 0 {

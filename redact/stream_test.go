@@ -315,3 +315,15 @@ func TestHoldEveryName(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyWriteKeepsBlocks: a write that brings nothing does not end the
+// line it falls in (it ended a Kubernetes Secret's data block, and the
+// values after it went out).
+func TestEmptyWriteKeepsBlocks(t *testing.T) {
+	e := testEngine(t)
+	v := rnd(rand.New(rand.NewPCG(13, 14)), b64, 16)
+	out := paced(e, StreamOptions{}, chunk{"data:\n  user", 0}, chunk{"", 0}, chunk{"name: " + v + "\nkind: Secret\n", 0})
+	if w := leaks(out, []string{v}); w != "" {
+		t.Fatalf("%q came out of %q", w, out)
+	}
+}
