@@ -25,7 +25,8 @@ import (
 //     byte until more text completes it (it is masked) or breaks it (it
 //     goes out as it is), however long that takes; held past MaxHold
 //     bytes, it goes out masked, and so does the rest of it;
-//   - an unfinished escape sequence, and a \r that may begin a \r\n.
+//   - an unfinished escape sequence, and a \r that may begin a \r\n (until
+//     the next write, or the idle time).
 //
 // A line inside a private-key block goes out masked as it comes, whole or
 // in parts.
@@ -392,8 +393,8 @@ func (s *Stream) rawOf(p int) int {
 
 // flush emits what mode lets go.
 func (s *Stream) flush(mode flushMode) {
-	if mode >= modeFlush {
-		s.parse(true)
+	if mode >= modeIdle {
+		s.parse(true) // a \r at the end waits for a \n no longer
 	}
 	limit := s.parsed
 	if s.state != stGround && mode < modeClose {

@@ -327,3 +327,21 @@ func TestEmptyWriteKeepsBlocks(t *testing.T) {
 		t.Fatalf("%q came out of %q", w, out)
 	}
 }
+
+// TestCarriageReturnWaitsOnlyForIdle: a \r at the end of a write waits for
+// a \n that would make it a line end, until the idle time at most.
+func TestCarriageReturnWaitsOnlyForIdle(t *testing.T) {
+	e := testEngine(t)
+	var k sink
+	clock := &fakeClock{}
+	s := e.NewStreamWith(k.emit, StreamOptions{Clock: clock})
+	defer s.Close()
+	s.Write([]byte("downloading 45%\r"))
+	if got := k.String(); got != "downloading 45%" {
+		t.Fatalf("before idle: %q", got)
+	}
+	clock.Advance(DefaultIdle)
+	if got := k.String(); got != "downloading 45%\r" {
+		t.Fatalf("after idle: %q", got)
+	}
+}
