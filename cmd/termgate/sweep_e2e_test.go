@@ -36,7 +36,16 @@ func TestStartSweepsWhatADeadGatewayLeft(t *testing.T) {
 	if err := syscall.Kill(doomed.pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = doomed.cmd.Wait()
+	// The client's transport reaps the process; here it is enough that it
+	// is gone (or a zombie), so no second Wait races with the transport's.
+	eventually(t, time.Minute, "the doomed gateway dies", func() bool {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(doomed.pid()) + "/stat")
+		if err != nil {
+			return true
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		return len(f) > 0 && f[0] == "Z"
+	})
 	// The kill took the session's leader (PDEATHSIG), not what left it.
 	if len(processesWith("sleep "+mk)) != 1 {
 		t.Fatal("the escaped process did not outlive its gateway: nothing to sweep")
