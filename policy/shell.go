@@ -645,7 +645,8 @@ func (w *walker) assign(a *syntax.Assign, cmd *Command) {
 	w.word(a.Value)
 	if a.Name != nil && a.Value != nil && w.sh.rt().commandEnv[a.Name.Value] {
 		v, _ := w.wordValue(a.Value)
-		w.commandLine(v, "$"+a.Name.Value)
+		w.commandLine(strings.TrimLeft(v, "| "), "$"+a.Name.Value) // LESSOPEN='|cmd %s'
+
 	}
 	if a.Array != nil {
 		for _, e := range a.Array.Elems {
@@ -1339,7 +1340,7 @@ func unwrapEnv(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 		case strings.Contains(a, "="):
 			name, value, _ := strings.Cut(a, "=")
 			if sh.rt().commandEnv[name] {
-				nested = append(nested, runLine(sh, value, depth, "$"+name)...)
+				nested = append(nested, runLine(sh, strings.TrimLeft(value, "| "), depth, "$"+name)...)
 			}
 			i++
 			continue

@@ -54,11 +54,11 @@ type shellData struct {
 }
 
 type runner struct {
-	options        map[string]bool
-	skip           int
-	subcommands    []string
-	line           bool
-	stdin          bool
+	options     map[string]bool
+	skip        int
+	subcommands []string
+	line        bool
+	stdin       bool
 }
 
 // optSpec is one option of command_options or write_options.
@@ -69,11 +69,11 @@ type optSpec struct {
 }
 
 type runnerDoc struct {
-	Options        []string `json:"options"`
-	Skip           int      `json:"skip"`
-	Subcommands    []string `json:"subcommands"`
-	Line           bool     `json:"line"`
-	Stdin          bool     `json:"stdin"`
+	Options     []string `json:"options"`
+	Skip        int      `json:"skip"`
+	Subcommands []string `json:"subcommands"`
+	Line        bool     `json:"line"`
+	Stdin       bool     `json:"stdin"`
 }
 
 // newShellData reads the shell analysis's data from a bundle's data. A
