@@ -31,7 +31,7 @@ finding contains {
 # only uses a key (ssh -i KEY) is not one.
 credential_words(c) := ({w |
 	some i, a in c.args
-	not c.args[i - 1] in cfg.credential_use_options
+	not after_use_option(c, i)
 	not startswith(a, "-")
 	some w in {a, resolved(c, a)}
 } | {w |
@@ -39,6 +39,8 @@ credential_words(c) := ({w |
 	contains(a, "@")
 	w := regex.replace(a, `^.*@`, "")
 }) | {r.target | some r in c.redirects; r.op == "<"}
+
+after_use_option(c, i) if c.args[i - 1] in cfg.credential_use_options
 
 credential_glob := concat("", ["{", concat(",", cfg.credential_globs), "}"])
 
