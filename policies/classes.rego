@@ -29,7 +29,7 @@ finding contains {
 # as written and resolved against its directory, the file of -d @file and
 # x=@file, and what it reads by redirection. A word right after an option that
 # only uses a key (ssh -i KEY) is not one.
-credential_words(c) := ({w |
+credential_words(c) := ((({w |
 	some i, a in c.args
 	not after_use_option(c, i)
 	not startswith(a, "-")
@@ -38,7 +38,16 @@ credential_words(c) := ({w |
 	some a in c.args
 	contains(a, "@")
 	w := regex.replace(a, `^.*@`, "")
-}) | {r.target | some r in c.redirects; r.op == "<"}
+}) | {w |
+	some a in c.args
+	startswith(a, "-")
+	contains(a, "=")
+	w := substring(a, indexof(a, "=") + 1, -1)
+}) | {r.target | some r in c.redirects; r.op == "<"}) | {w |
+	some r in c.redirects
+	r.op == "<<<"
+	some w in split(r.target, " ")
+}
 
 after_use_option(c, i) if c.args[i - 1] in cfg.credential_use_options
 
@@ -59,6 +68,7 @@ credential_reads contains [c.name, w] if {
 	some c in input.shell.commands
 	not c.name in cfg.listing_commands
 	not c.name in cfg.credential_users
+	not c.name in cfg.data_commands
 	c.name != ""
 	some w in credential_words(c)
 	credential(w)
@@ -336,7 +346,13 @@ mass_removal(c) if {
 mass_removal(c) if {
 	"prune" in c.args
 	some a in c.args
-	a in {"system", "image", "container"}
+	a in {"system", "container"}
+}
+
+mass_removal(c) if {
+	"image" in c.args
+	"prune" in c.args
+	has_flag(c, "a", "--all")
 }
 
 targets_looked_up(c) if "xargs" in c.wrappers
@@ -643,3 +659,35 @@ resolved(c, p) := concat("/", [c.cwd, p]) if {
 	not startswith(p, "~")
 	c.cwd
 } else := p
+
+# ---- raw disks read ----
+
+# A raw block device read holds every file on it, secrets included.
+finding contains {
+	"rule": "disk.raw_read",
+	"action": "confirm",
+	"severity": "high",
+	"reason": sprintf("reads the raw device %s", [d]),
+} if {
+	"dd" in input.shell.names
+	some c in input.shell.commands
+	c.name == "dd"
+	some a in c.args
+	startswith(a, "if=")
+	d := substring(a, 3, -1)
+	strings.any_prefix_match(d, cfg.raw_device_prefixes)
+}
+
+finding contains {
+	"rule": "disk.raw_read",
+	"action": "confirm",
+	"severity": "high",
+	"reason": sprintf("reads the raw device %s", [d]),
+} if {
+	"raw_device_prefixes" in input.shell.words_listed
+	some c in input.shell.commands
+	not c.name in cfg.listing_commands
+	not c.name in cfg.data_commands
+	some d in array.concat(c.operands, [r.target | some r in c.redirects; r.op == "<"])
+	strings.any_prefix_match(d, cfg.raw_device_prefixes)
+}

@@ -530,7 +530,12 @@ git_exec_option(a) if startswith(a, "--receive-pack")
 
 git_exec_option(a) if startswith(a, "ext::")
 
-git_exec_option(a) if regex.match(`^(core\.(hooksPath|sshCommand|pager|editor|fsmonitor)|protocol\.ext\.allow)=`, a)
+git_exec_option(a) if startswith(a, "--exec-path=")
+
+# Keys whose value is a command line (core.pager, core.sshCommand,
+# alias.x=!…) are judged as the lines they are; these name a directory of
+# programs, or let any URL run one.
+git_exec_option(a) if regex.match(`(?i)^(core\.(hookspath|fsmonitor)|protocol\.ext\.allow|protocol\.allow)=`, a)
 
 # ---- containers ----
 

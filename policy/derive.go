@@ -157,7 +157,7 @@ func deriveHosts(sh *Shell, isNetClient, isData func(string) bool) {
 			for _, u := range urlHosts(a) {
 				add(u)
 			}
-			if net && !strings.HasPrefix(a, "-") {
+			if net && !strings.HasPrefix(a, "-") && !strings.Contains(a, "://") {
 				add(bareHost(a))
 			}
 		}

@@ -1365,7 +1365,8 @@ var findNarrowing = map[string]bool{
 
 // unwrapFind returns what find runs: the command of -exec, -execdir, -ok
 // or -okdir, with {} replaced by the paths find starts from (find / -exec
-// rm -rf {} \; removes under /), and for -delete an rm -r of them. When a
+// rm -rf {} \; removes under /; an rm it runs is an rm -r, since find
+// walks the whole tree), and for -delete an rm -r of them. When a
 // test narrows what find matches (-name '*.o', -mtime +7), {} is a path
 // under each start (START/{}), which no rule takes for the start itself.
 func unwrapFind(c Command) (Command, bool, []Command) {
@@ -1407,7 +1408,12 @@ func unwrapFind(c Command) (Command, bool, []Command) {
 				inner = append(inner, b)
 			}
 			if len(inner) > 0 {
-				return Command{Name: inner[0], Args: inner[1:], Dynamic: c.Dynamic}, true, nil
+				args := inner[1:]
+				if path.Base(inner[0]) == "rm" && !slices.Contains(args, "-r") {
+					// find removes file by file, but the whole tree.
+					args = append([]string{"-r"}, args...)
+				}
+				return Command{Name: inner[0], Args: args, Dynamic: c.Dynamic}, true, nil
 			}
 		case "-delete":
 			return Command{Name: "rm", Args: append([]string{"-r"}, matched...), Dynamic: c.Dynamic}, true, nil

@@ -76,6 +76,14 @@ func programOptions(c Command, sh *Shell, depth int) (writes []Redirect, runs []
 				run(l)
 			}
 		}
+	case "less", "more":
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "+"); ok {
+				if l, ok := vimShellEscape(v); ok {
+					run(l)
+				}
+			}
+		}
 	case "git":
 		for i, a := range c.Args {
 			if a != "config" {
