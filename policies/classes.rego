@@ -654,7 +654,7 @@ tar_dirs(c) := {d |
 }
 
 # resolved is p against c's directory, where the engine knows it.
-resolved(c, p) := concat("/", [c.cwd, p]) if {
+resolved(c, p) := concat("/", [trim_right(c.cwd, "/"), p]) if {
 	not startswith(p, "/")
 	not startswith(p, "~")
 	c.cwd

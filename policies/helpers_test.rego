@@ -105,14 +105,23 @@ hosts(doc, hs) := object.union(doc, {"shell": object.union(doc.shell, {
 	"words_listed": sort({k | some k, l in data.termgate.lists; some h in hs; holds(k, l, h)} | {k | some k in doc.shell.words_listed}),
 })})
 
-# at gives a parsed line the directory its commands run in, and their
-# operands resolved against it (as the engine does for plain names).
-at(doc, cwd) := object.union(doc, {"shell": object.union(doc.shell, {"commands": [object.union(x, {
-	"cwd": cwd,
-	"paths": [p | some o in x.operands; p := resolve(cwd, o)],
-}) |
-	some x in doc.shell.commands
-]})})
+# at gives a parsed line the directory its commands run in, their
+# operands resolved against it, and the lists that hold those (as the
+# engine does for plain names).
+at(doc, cwd) := object.union(doc, {"shell": object.union(doc.shell, {
+	"commands": [object.union(x, {
+		"cwd": cwd,
+		"paths": [p | some o in x.operands; p := resolve(cwd, o)],
+	}) |
+		some x in doc.shell.commands
+	],
+	"words_listed": sort({k |
+		some k, l in data.termgate.lists
+		some x in doc.shell.commands
+		some o in x.operands
+		holds(k, l, resolve(cwd, o))
+	} | {k | some k in doc.shell.words_listed}),
+})})
 
 resolve(cwd, o) := o if startswith(o, "/")
 

@@ -195,6 +195,18 @@ func (b *Bundle) index(sh *Shell, gw *Gateway) {
 		}
 	}
 	derivePaths(sh, gw)
+	for _, c := range sh.Commands {
+		for i, p := range c.Paths {
+			if p != c.Operands[i] {
+				b.lists.mark(&sh.WordsListed, p)
+			}
+		}
+		for _, r := range c.Redirects {
+			if r.Path != "" {
+				b.lists.mark(&sh.WordsListed, r.Path)
+			}
+		}
+	}
 	deriveHosts(sh, func(n string) bool { return b.lists.holds("network_clients", n) },
 		func(n string) bool { return b.lists.holds("data_commands", n) })
 	for _, h := range sh.Hosts {
