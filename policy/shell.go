@@ -1177,12 +1177,12 @@ func resolvePath(cwd, p string) string {
 
 // homeJoin is ~/rest cleaned, or "" when rest climbs out of ~.
 func homeJoin(rest string) string {
+	if r := path.Clean(rest); r == ".." || strings.HasPrefix(r, "../") {
+		return ""
+	}
 	c := path.Clean("/" + rest)
 	if c == "/" {
 		return "~"
-	}
-	if strings.HasPrefix(path.Clean(rest), "..") {
-		return ""
 	}
 	return "~" + c
 }

@@ -52,8 +52,7 @@ func (rc reachCheck) decideAll(line string) error {
 // the string of sh -c in a session's argv). A line that does not parse is
 // not checked here: the policy then gets a parse error.
 func (rc reachCheck) reaches(line string) error {
-	norm, _ := normalize(line)
-	f, err := newParser().Parse(strings.NewReader(norm), "")
+	f, err := newParser().Parse(strings.NewReader(line), "")
 	if err != nil {
 		return nil
 	}
@@ -107,7 +106,8 @@ func walkIndependently(f *syntax.File) found {
 		case *syntax.CallExpr:
 			fd.sites++
 			if len(n.Args) > 0 {
-				if name, ok := plainWord(n.Args[0]); ok {
+				if name, ok := plainWord(n.Args[0]); ok && !strings.ContainsAny(name, "{}") {
+					name, _ = fold(name) // names are compared folded
 					if strings.Contains(name, "/") {
 						name = path.Base(name)
 					}

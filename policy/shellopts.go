@@ -285,7 +285,8 @@ func awkProgram(args []string) (string, bool) {
 
 var (
 	awkLiteralRe = regexp.MustCompile(`(?:system\s*\(\s*|\|&?\s*)"((?:[^"\\]|\\.)*)"|"((?:[^"\\]|\\.)*)"\s*\|&?\s*getline`)
-	awkSystemRe  = regexp.MustCompile(`system\s*\(\s*[^"\s)]|(?:^|[^|])\|&?\s*[A-Za-z_(]|[A-Za-z_)]\s*\|&?\s*getline`)
+	awkSystemRe  = regexp.MustCompile(`system\s*\(\s*[^"\s)]|[A-Za-z_)]\s*\|&?\s*getline`)
+	awkPipeRe    = regexp.MustCompile(`(?:^|[^|])\|&?\s*([A-Za-z_(][A-Za-z_]*)`)
 )
 
 // awkCommands finds the command lines an awk program runs (system("…"),
@@ -294,5 +295,11 @@ func awkCommands(prog string) (lits []string, dyn bool) {
 	for _, m := range awkLiteralRe.FindAllStringSubmatch(prog, -1) {
 		lits = append(lits, codeStringUnescape.Replace(m[1]+m[2]))
 	}
-	return lits, awkSystemRe.MatchString(prog)
+	dyn = awkSystemRe.MatchString(prog)
+	for _, m := range awkPipeRe.FindAllStringSubmatch(prog, -1) {
+		if m[1] != "getline" {
+			dyn = true // print … | cmd: a command held in a variable
+		}
+	}
+	return lits, dyn
 }
