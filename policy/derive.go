@@ -13,7 +13,9 @@ import (
 // Gateway is what the gateway tells the policy about itself: its own
 // files at their configured paths (audit log and key, recordings, policy
 // bundle, log file, state directory), which no session may touch, and the
-// home directory `~` stands for.
+// home directory `~` stands for. A path is a file or a directory (and
+// what lies under it); one written with a final * also stands for every
+// path that starts with it (audit.jsonl* for the log and its rotations).
 type Gateway struct {
 	Paths []string `json:"paths"`
 	Home  string   `json:"home,omitempty"`
@@ -93,18 +95,24 @@ func derivePaths(sh *Shell, gw *Gateway) {
 	if gw != nil {
 		home = gw.Home
 	}
-	var gwPaths []string
+	type gwPath struct {
+		p      string
+		prefix bool // written with a final *: every path that starts with it
+	}
+	var gwPaths []gwPath
 	if gw != nil {
 		for _, p := range gw.Paths {
+			prefix := strings.HasSuffix(p, "*")
+			p = strings.TrimSuffix(p, "*")
 			if strings.HasPrefix(p, "/") {
-				gwPaths = append(gwPaths, homeRel(path.Clean(p), home))
+				gwPaths = append(gwPaths, gwPath{homeRel(path.Clean(p), home), prefix})
 			}
 		}
 	}
 	sh.GatewayRefs = nil
 	ref := func(p string) {
 		for _, g := range gwPaths {
-			if p == g || strings.HasPrefix(p, strings.TrimSuffix(g, "/")+"/") {
+			if p == g.p || strings.HasPrefix(p, strings.TrimSuffix(g.p, "/")+"/") || g.prefix && strings.HasPrefix(p, g.p) {
 				sh.GatewayRefs = addOnce(sh.GatewayRefs, p)
 			}
 		}

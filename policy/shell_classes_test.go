@@ -225,6 +225,17 @@ func TestGatewayPathsAsConfigured(t *testing.T) {
 			t.Errorf("%q: %s %s (%s) %v, want %s", line, d.Action, d.Rule, d.Reason, err, want)
 		}
 	}
+	// A path written with a final * stands for every path that starts
+	// with it: the audit log and its rotations.
+	gw = &Gateway{Paths: []string{"/srv/tg/audit.jsonl*"}}
+	for line, want := range map[string]string{
+		"rm /srv/tg/audit.jsonl.1": "deny", "echo > /srv/tg/audit.jsonl": "deny", "rm /srv/tg/other": "allow",
+	} {
+		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line, Cwd: "/home/dev/p", Gateway: gw})
+		if err != nil || d.Action != want {
+			t.Errorf("%q: %s %s (%s) %v, want %s", line, d.Action, d.Rule, d.Reason, err, want)
+		}
+	}
 }
 
 func TestCanonicalHost(t *testing.T) {

@@ -38,6 +38,10 @@ type GateInput struct {
 	Session *GateRef `json:"session,omitempty"`
 	Start   *GateRef `json:"start,omitempty"`
 	Client  Client   `json:"client"`
+	// Cwd is the current directory of the terminal's foreground program
+	// when the input is judged (input.cwd): relative paths are resolved
+	// against it.
+	Cwd string `json:"cwd,omitempty"`
 	// Secret marks input typed while the terminal's echo is off: it must
 	// not be shown to the policy as text, logged or audited.
 	Secret bool `json:"-"`
