@@ -290,6 +290,31 @@ finding contains {
 	startswith(a, "kernel.sysrq=")
 }
 
+# Kernel settings that name a program the kernel runs as root: a pipe in
+# core_pattern, the modprobe or hotplug helper.
+finding contains {
+	"rule": "system.kernel_helper",
+	"action": "deny",
+	"severity": "critical",
+	"reason": sprintf("sysctl %s makes the kernel run a program as root", [a]),
+} if {
+	"sysctl" in input.shell.names
+	some c in input.shell.commands
+	c.name == "sysctl"
+	some a in c.args
+	regex.match(`^kernel\.(core_pattern=\||modprobe=|hotplug=)`, a)
+}
+
+write_finding contains {
+	"rule": "system.kernel_helper",
+	"action": "deny",
+	"severity": "critical",
+	"reason": sprintf("writes to %s: the kernel runs the program it names as root", [t]),
+} if {
+	some t in write_targets
+	t in cfg.kernel_helper_paths
+}
+
 # ---- containers ----
 
 finding contains {

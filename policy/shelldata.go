@@ -44,13 +44,17 @@ import (
 //
 // data.termgate.lists.command_env names the variables whose value is a
 // command line some program runs (GIT_PAGER, LESSOPEN, EDITOR…): an
-// assignment's value is judged as the line it is.
+// assignment's value is judged as the line it is. The arguments of every
+// command not in data.termgate.lists.literal_scan_skip (grep, git, echo…)
+// are read for the literal command lines of code one-liners (R -e
+// 'system("…")', guile -c '(system "…")', julia -e 'run(`…`)').
 type shellData struct {
 	runners        map[string]runner
 	commandOptions map[string][]optSpec
 	writeOptions   map[string][]optSpec
 	commandEnv     map[string]bool
 	dataCommands   map[string]bool // commands whose arguments are text, never code (echo, printf)
+	literalSkip    map[string]bool // commands whose arguments are not scanned for system("…") literals
 }
 
 type runner struct {
@@ -81,7 +85,7 @@ type runnerDoc struct {
 func newShellData(data map[string]any) (*shellData, error) {
 	tg, _ := data["termgate"].(map[string]any)
 	d := &shellData{runners: map[string]runner{}, commandOptions: map[string][]optSpec{}, writeOptions: map[string][]optSpec{},
-		commandEnv: map[string]bool{}, dataCommands: map[string]bool{}}
+		commandEnv: map[string]bool{}, dataCommands: map[string]bool{}, literalSkip: map[string]bool{}}
 	if raw, ok := tg["runners"]; ok {
 		var docs map[string]runnerDoc
 		if err := remarshal(raw, &docs); err != nil {
@@ -114,7 +118,7 @@ func newShellData(data map[string]any) (*shellData, error) {
 		}
 	}
 	lists, _ := tg["lists"].(map[string]any)
-	for key, into := range map[string]map[string]bool{"command_env": d.commandEnv, "data_commands": d.dataCommands} {
+	for key, into := range map[string]map[string]bool{"command_env": d.commandEnv, "data_commands": d.dataCommands, "literal_scan_skip": d.literalSkip} {
 		arr, _ := lists[key].([]any)
 		for _, v := range arr {
 			if s, ok := v.(string); ok {

@@ -37,6 +37,13 @@ func programOptions(c Command, sh *Shell, depth int) (writes []Redirect, runs []
 			run(strings.TrimLeft(v.value, "!"))
 		}
 	}
+	if !d.literalSkip[c.Name] {
+		for _, a := range c.Args {
+			for _, l := range callLiterals(a) {
+				run(l)
+			}
+		}
+	}
 	switch c.Name {
 	case "sed", "gsed":
 		for _, script := range sedScripts(c.Args) {
@@ -121,11 +128,21 @@ func vimShellEscape(v string) (string, bool) {
 	if rest, ok := strings.CutPrefix(v, "!"); ok {
 		return rest, true
 	}
+	for _, cmd := range []string{"terminal ", "term ", "sh ", "shell "} {
+		if rest, ok := strings.CutPrefix(v, cmd); ok {
+			return rest, true
+		}
+	}
+	if m := vimSetShellRe.FindStringSubmatch(v); m != nil {
+		return strings.ReplaceAll(m[1], `\ `, " "), true
+	}
 	if m := callSystemRe.FindStringSubmatch(v); m != nil {
 		return m[1] + m[2], true
 	}
 	return "", false
 }
+
+var vimSetShellRe = regexp.MustCompile(`set\s+shell=((?:[^|\\]|\\.)*)\|`)
 
 var callSystemRe = regexp.MustCompile(`(?:system|systemlist|execute)\s*\(\s*(?:"([^"]*)"|'([^']*)')`)
 
@@ -302,4 +319,24 @@ func awkCommands(prog string) (lits []string, dyn bool) {
 		}
 	}
 	return lits, dyn
+}
+
+// callLiteralRe finds the string literal code hands to a shell, in the
+// spellings one-liners of many languages use: system("…"), os.execute('…'),
+// callCommand "…", run(`…`), (shell-command "…"), spawn …;, execute(…)
+// (fzf's bindings), \write18{…} (TeX). The literal is judged as the
+// shell line it is; what code builds at run time is not seen here.
+var callLiteralRe = regexp.MustCompile("(?i)(?:\\b(?:system|popen|exec|execute|shell_exec|passthru|spawn|callcommand|runcommand|run-shell-command|shell-command|async-shell-command|term|os\\.execute|io\\.popen|process\\.run|run|pcntl_exec|proc_open|exec[lv]p?e?|spawn[lv]p?e?|check_output|check_call|call|getoutput|getstatusoutput|esyscmd|syscmd)\\s*\\(?\\s*)(?:\"((?:[^\"\\\\]|\\\\.)*)\"|'((?:[^'\\\\]|\\\\.)*)'|`([^`]*)`)|\\bexecute(?:-silent)?\\(([^)]*)\\)|\\\\write18\\{([^}]*)\\}|\\bspawn\\s+([^;'\"]+)")
+
+// callLiterals returns the command lines callLiteralRe finds in an
+// argument; arguments that cannot hold one are not scanned.
+func callLiterals(a string) []string {
+	if !strings.ContainsAny(a, "(\"'`{") && !strings.Contains(a, "spawn") {
+		return nil
+	}
+	var out []string
+	for _, m := range callLiteralRe.FindAllStringSubmatch(a, 8) {
+		out = append(out, codeStringUnescape.Replace(strings.Join(m[1:], "")))
+	}
+	return out
 }
