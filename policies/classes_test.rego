@@ -99,6 +99,14 @@ test_sysrq if {
 	allowed(bash([c("sysctl", ["kernel.sysrq"])]))
 }
 
+test_kernel_helpers if {
+	denied_by(bash([c("sysctl", ["-w", "kernel.core_pattern=|/tmp/x %p"])]), "system.kernel_helper")
+	denied_by(bash([c("sysctl", ["kernel.modprobe=/tmp/x"])]), "system.kernel_helper")
+	denied_by(bash([redir(c("echo", ["|/tmp/x"]), ">", "/proc/sys/kernel/core_pattern")]), "system.kernel_helper")
+	allowed(bash([c("sysctl", ["kernel.core_pattern"])]))
+	allowed(bash([c("sysctl", ["-w", "kernel.core_pattern=core.%p"])]))
+}
+
 # ---- containers ----
 
 test_container_volumes if {

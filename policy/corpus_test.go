@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // corpusCase is one line of testdata/corpus/*.jsonl: an input document
@@ -150,4 +151,32 @@ func ratio(a, b int) string {
 		return "—"
 	}
 	return fmt.Sprintf("%d / %d (%.1f %%)", a, b, 100*float64(a)/float64(b))
+}
+
+// BenchmarkDecideCorpus measures one decision with the default bundle over
+// the whole corpus (testdata/corpus, a thousand inputs of every class),
+// shell analysis included, after one pass over it; it reports the median
+// and the p99.
+func BenchmarkDecideCorpus(b *testing.B) {
+	e := defaultEngine(b)
+	ctx := context.Background()
+	cases := loadCorpus(b)
+	for _, c := range cases {
+		if _, err := e.Decide(ctx, c.Input); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		if _, err := e.Decide(ctx, cases[i%len(cases)].Input); err != nil {
+			b.Fatal(err)
+		}
+		d = append(d, time.Since(t0))
+	}
+	b.StopTimer()
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	b.ReportMetric(float64(d[len(d)/2].Microseconds()), "median-µs")
+	b.ReportMetric(float64(d[len(d)*99/100].Microseconds()), "p99-µs")
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -119,11 +120,17 @@ func derivePaths(sh *Shell, gw *Gateway) {
 	}
 	for i := range sh.Commands {
 		c := &sh.Commands[i]
-		c.Paths = make([]string, len(c.Operands))
+		c.Paths = c.Operands // shared while every operand resolves to itself
 		for j, o := range c.Operands {
-			c.Paths[j] = resolveOperand(c.Cwd, o, home)
+			p := resolveOperand(c.Cwd, o, home)
+			if p != o {
+				if &c.Paths[0] == &c.Operands[0] {
+					c.Paths = slices.Clone(c.Operands)
+				}
+				c.Paths[j] = p
+			}
 			if len(gwPaths) > 0 {
-				ref(c.Paths[j])
+				ref(p)
 			}
 		}
 		for j := range c.Redirects {

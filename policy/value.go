@@ -142,9 +142,14 @@ func (c Command) term() *ast.Term {
 		}
 		reds = ast.ArrayTerm(rs...)
 	}
+	operands := strs(c.Operands)
+	paths := operands // the engine shares the slice while no operand resolves elsewhere
+	if len(c.Paths) != len(c.Operands) || len(c.Paths) > 0 && &c.Paths[0] != &c.Operands[0] || c.Paths == nil && c.Operands != nil {
+		paths = strs(c.Paths)
+	}
 	kv := []any{"name", str(c.Name), "args", strs(c.Args), "wrappers", strs(c.Wrappers),
 		"dynamic", boolean(c.Dynamic), "redirects", reds, "assigns", strs(c.Assigns),
-		"flags", strs(c.Flags), "operands", strs(c.Operands), "paths", strs(c.Paths)}
+		"flags", strs(c.Flags), "operands", operands, "paths", paths}
 	if c.Path != "" {
 		kv = append(kv, "path", str(c.Path))
 	}
