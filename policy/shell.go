@@ -1098,11 +1098,12 @@ func finish(c Command, sh *Shell, depth int) []Command {
 	writes, runs := programOptions(c, sh, depth)
 	nested = append(nested, runs...)
 	shown := c
-	shown.Args = make([]string, len(c.Args))
 	for i, a := range c.Args {
-		var folded bool
-		if shown.Args[i], folded = fold(a); folded {
-			sh.Normalized = true
+		if f, folded := fold(a); folded {
+			if i == 0 || &shown.Args[0] == &c.Args[0] {
+				shown.Args = slices.Clone(c.Args)
+			}
+			shown.Args[i], sh.Normalized = f, true
 		}
 	}
 	if len(writes) > 0 {

@@ -21,6 +21,10 @@ func (w *walker) fields(word *syntax.Word) ([]string, bool) {
 	if word == nil {
 		return []string{""}, true
 	}
+	if plainFields(word) {
+		v, st := w.wordValue(word)
+		return []string{v}, st
+	}
 	var out []string
 	static := true
 	for _, parts := range braces(word) {
@@ -259,4 +263,23 @@ func ansiC(s string) string {
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// plainFields: word has no brace to expand and no $IFS to split at, so
+// it is one field (the common case, without the allocations of the
+// general one).
+func plainFields(word *syntax.Word) bool {
+	for _, p := range word.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if p != nil && strings.Contains(p.Value, "{") {
+				return false
+			}
+		case *syntax.ParamExp:
+			if p != nil && p.Param != nil && p.Param.Value == "IFS" {
+				return false
+			}
+		}
+	}
+	return true
 }
