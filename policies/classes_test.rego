@@ -119,7 +119,8 @@ test_container_volumes if {
 }
 
 test_container_mass_removal if {
-	confirm_by(bash_flags([object.union(c("docker", ["rm", "-f", "$(docker ps -aq)"]), {"dynamic": true}), c("docker", ["ps", "-aq"])], {"substitutions": true}), "container.mass_removal")
+	rm_all := object.union(c("docker", ["rm", "-f", "$(docker ps -aq)"]), {"dynamic": true})
+	confirm_by(bash_flags([rm_all, c("docker", ["ps", "-aq"])], {"substitutions": true}), "container.mass_removal")
 	confirm_by(bash([object.union(c("docker", ["kill", "`docker ps -q`"]), {"dynamic": true})]), "container.mass_removal")
 	confirm_by(bash([c("docker", ["ps", "-q"]), wrapped(c("docker", ["rm", "-f"]), ["xargs"])]), "container.mass_removal")
 	confirm_by(bash([c("docker", ["system", "prune", "-a"])]), "container.mass_removal")
@@ -202,7 +203,8 @@ test_git_hooks_and_exec_path if {
 # ---- processes ----
 
 test_kill_by_lookup if {
-	confirm_by(bash_flags([object.union(c("kill", ["$(pgrep node)"]), {"dynamic": true}), c("pgrep", ["node"])], {"substitutions": true}), "process.kill_by_lookup")
+	kill_all := object.union(c("kill", ["$(pgrep node)"]), {"dynamic": true})
+	confirm_by(bash_flags([kill_all, c("pgrep", ["node"])], {"substitutions": true}), "process.kill_by_lookup")
 	confirm_by(bash([c("pgrep", ["x"]), wrapped(c("kill", []), ["xargs"])]), "process.kill_by_lookup")
 	allowed(bash([c("pgrep", ["-a", "x"]), c("kill", ["42"])]))
 }

@@ -556,7 +556,11 @@ container_escape_arg(a) if a in {"--privileged", "--pid=host", "--net=host", "--
 
 container_escape_arg(a) if regex.match(`^(-v|--volume=?)?/(:|var/run/docker\.sock|run/docker\.sock)`, a)
 
-container_escape_arg(a) if regex.match(`(^|[=,:])/(var/)?run/(docker|podman/podman|containerd/containerd|crio/crio|user/[0-9]+/(docker|podman/podman))\.sock`, a)
+# The engine's socket in a mount (-v /run/podman/podman.sock:/s,
+# --mount type=bind,source=/var/run/docker.sock,…).
+container_escape_arg(a) if regex.match(engine_socket_mount, a)
+
+engine_socket_mount := `(^|[=,:])/(var/)?run/(docker|podman/podman|containerd/containerd|crio/crio|user/[0-9]+/(docker|podman/podman))\.sock`
 
 container_escape_arg(a) if startswith(a, "--cap-add")
 
