@@ -22,8 +22,13 @@ finding contains {
 	input.shell.dynamic
 	some c in input.shell.commands
 	c.dynamic
-	contains(c.name, "$")
+	computed_name(c.name)
 }
+
+computed_name(n) if contains(n, "$")
+
+# A pattern the shell expands to a file name: /usr/bin/su*o is sudo.
+computed_name(n) if regex.match(`[*?\[]`, n)
 
 # ---- recursive / forced delete ----
 

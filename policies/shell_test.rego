@@ -145,6 +145,7 @@ test_unparseable_and_dynamic if {
 	confirm_by(bash_flags([c("echo", [")("])], {"parse_error": "1:6: unexpected )"}), "input.unparseable")
 	allowed(bash_flags([c("for", ["i", "in", "1"])], {"incomplete": true}))
 	confirm_by(bash([object.union(c("$(echo rm)", ["-rf", "x"]), {"dynamic": true})]), "shell.dynamic_command")
+	confirm_by(bash([object.union(c("su*o", ["ls"]), {"dynamic": true, "path": "/usr/bin/su*o"})]), "shell.dynamic_command")
 }
 
 test_secret_read_by_redirect if confirm_by(bash([redir(c("cat", []), "<", "/etc/shadow")]), "file.secret_read")

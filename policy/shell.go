@@ -668,11 +668,11 @@ func (w *walker) call(assigns []*syntax.Assign, args []*syntax.Word, redirs []*s
 		w.assign(a, &cmd)
 	}
 	var words []string
-	for _, word := range args {
+	for i, word := range args {
 		w.word(word)
 		fs, static := w.fields(word)
-		if !static {
-			cmd.Dynamic = true
+		if !static || i == 0 && globbed(word) {
+			cmd.Dynamic = true // a name the shell expands to a file's is computed too
 		}
 		words = append(words, fs...)
 	}
@@ -680,6 +680,39 @@ func (w *walker) call(assigns []*syntax.Assign, args []*syntax.Word, redirs []*s
 		cmd.Name, cmd.Args = words[0], words[1:]
 	}
 	w.emit(cmd, redirs)
+}
+
+// globbed: an unquoted part of word holds a pattern character, which the
+// shell expands to the names of files (/usr/bin/su*o runs sudo).
+func globbed(word *syntax.Word) bool {
+	if len(word.Parts) == 1 {
+		if l, ok := word.Parts[0].(*syntax.Lit); ok && l != nil && l.Value == "[" {
+			return false // the test command
+		}
+	}
+	for _, p := range word.Parts {
+		if l, ok := p.(*syntax.Lit); ok && l != nil && strings.ContainsAny(unescapedGlob(l.Value), "*?[") {
+			return true
+		}
+	}
+	return false
+}
+
+// unescapedGlob drops the characters a backslash escapes: r\* is no
+// pattern.
+func unescapedGlob(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			i++
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // decl adds a declaration (declare, local, export, readonly, typeset,
