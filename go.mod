@@ -13,6 +13,9 @@ require (
 	github.com/open-policy-agent/opa v1.22.2
 	github.com/seccomp/libseccomp-golang v0.11.1
 	github.com/spf13/viper v1.19.0
+	github.com/tdewolff/parse/v2 v2.8.20
+	github.com/tree-sitter/go-tree-sitter v0.25.0
+	github.com/tree-sitter/tree-sitter-python v0.23.6
 	github.com/zricethezav/gitleaks/v8 v8.30.1
 	golang.org/x/sys v0.49.0
 	golang.org/x/text v0.42.0
@@ -77,6 +80,7 @@ require (
 	github.com/magiconair/properties v1.8.9 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/mattn/go-pointer v0.0.1 // indirect
 	github.com/mattn/go-runewidth v0.0.31 // indirect
 	github.com/mholt/archives v0.1.2 // indirect
 	github.com/minio/minlz v1.0.0 // indirect

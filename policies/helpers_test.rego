@@ -130,3 +130,33 @@ else := o if startswith(o, "~")
 else := cwd if o == "."
 
 else := concat("/", [trim_right(cwd, "/"), o])
+
+# sql_doc builds input.sql as the gateway derives it: the statements, and
+# the sorted set of their classes.
+sql_doc(stmts) := {"dialect": "postgres", "statements": stmts, "classes": sort({k | some s in stmts; some k in s.classes})}
+
+stmt(text, verb, classes) := {"text": text, "verb": verb, "classes": classes}
+
+# typed_sql: SQL typed into a client, with the statements the gateway found.
+typed_sql(program, text, stmts) := object.union(typed(program, text), {"sql": sql_doc(stmts)})
+
+# code_doc builds input.code as the gateway derives it: names from the
+# calls, listed from the names and modules; flags (dynamic, dynamic_shell,
+# reverse_shell, parse_error, …) as given.
+code_doc(calls, modules, flags) := object.union(
+	{
+		"languages": ["python"], "calls": calls, "names": sort({x.name | some x in calls}), "modules": modules,
+		"shell_commands": [], "writes": [], "deletes": [], "dynamic_calls": [],
+		"listed": sort({k | some k, l in data.termgate.lists; some n in array.concat([x.name | some x in calls], modules); holds(k, l, n)}),
+	},
+	flags,
+)
+
+call(name, args) := {"name": name, "args": args}
+
+# typed_code: code typed into a REPL, with the code document the gateway
+# derived and the shell commands it amounts to (embedded).
+typed_code(program, text, code, cmds) := object.union(
+	typed(program, text),
+	{"code": code, "shell": object.union(sh(cmds), {"embedded": true})},
+)

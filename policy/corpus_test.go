@@ -154,15 +154,23 @@ func ratio(a, b int) string {
 }
 
 // BenchmarkDecideCorpus measures one decision with the default bundle over
-// the whole corpus (testdata/corpus, a thousand inputs of every class),
-// shell analysis included, after one pass over it; it reports the median
-// and the p99.
+// the whole corpus (testdata/corpus, a thousand inputs of every class, and
+// the code corpus's REPL code, one-liners and SQL), shell, code and SQL
+// analysis included, after one pass over it; it reports the median and
+// the p99.
 func BenchmarkDecideCorpus(b *testing.B) {
 	e := defaultEngine(b)
 	ctx := context.Background()
 	cases := loadCorpus(b)
+	inputs := make([]Input, 0, len(cases)+len(codeCorpus))
 	for _, c := range cases {
-		if _, err := e.Decide(ctx, c.Input); err != nil {
+		inputs = append(inputs, c.Input)
+	}
+	for _, c := range codeCorpus {
+		inputs = append(inputs, Input{Action: "input", Program: c.program, Text: c.text})
+	}
+	for _, in := range inputs {
+		if _, err := e.Decide(ctx, in); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -170,7 +178,7 @@ func BenchmarkDecideCorpus(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		t0 := time.Now()
-		if _, err := e.Decide(ctx, cases[i%len(cases)].Input); err != nil {
+		if _, err := e.Decide(ctx, inputs[i%len(inputs)]); err != nil {
 			b.Fatal(err)
 		}
 		d = append(d, time.Since(t0))

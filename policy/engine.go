@@ -45,10 +45,16 @@ type Input struct {
 	// text contains is skipped for every text that contains none.
 	TextListed []string `json:"text_listed"`
 	Shell      *Shell   `json:"shell,omitempty"`
-	Secret     bool     `json:"secret,omitempty"`
-	Session    *Session `json:"session,omitempty"`
-	Start      *Start   `json:"start,omitempty"`
-	Client     Client   `json:"client"`
+	// Code is what code typed into a REPL, or handed to an interpreter by
+	// a shell line, does (see Code); derived by the engine.
+	Code *Code `json:"code,omitempty"`
+	// SQL is the statements typed into a database client, or handed to
+	// one by a shell line, classified (see SQL); derived by the engine.
+	SQL     *SQL     `json:"sql,omitempty"`
+	Secret  bool     `json:"secret,omitempty"`
+	Session *Session `json:"session,omitempty"`
+	Start   *Start   `json:"start,omitempty"`
+	Client  Client   `json:"client"`
 	// Cwd is the current directory of the terminal's foreground program
 	// (/proc/PID/cwd), which relative paths of a typed line are resolved
 	// against; session.cwd is only where the session started.
@@ -96,12 +102,17 @@ type Decision struct {
 }
 
 // Prepare fills the fields the gateway derives: the parsed shell line for
-// shells, and shell commands embedded in REPL code. An input that already
-// carries a shell field keeps it.
+// shells; for other programs the code, SQL and shell escapes typed into
+// them; and the code and SQL documents of what a line hands to
+// interpreters and database clients. An input that already carries a
+// shell field keeps it.
 func (in *Input) Prepare() { in.prepare(nil, nil) }
 
 // prepare is Prepare with a shell parser to reuse (nil: a new one) and
-// the bundle's shell data (nil: the default bundle's).
+// the bundle's shell data (nil: the default bundle's). Every analysis,
+// of a shell line, an argv, REPL code or SQL, starts from the same data
+// and directory (input.cwd, or a start's), so the commands code or a
+// client's escape amount to are followed and resolved as typed ones are.
 func (in *Input) prepare(p *syntax.Parser, data *shellData) {
 	if in.Shell != nil || in.Secret {
 		return
@@ -110,6 +121,7 @@ func (in *Input) prepare(p *syntax.Parser, data *shellData) {
 	if in.Action == "start" && in.Start != nil && len(in.Start.Argv) > 0 {
 		sh := parseArgv(in.Start.Argv, data, cwd) // judge the argv as it will run, not a re-joined string
 		in.Shell = &sh
+		in.adoptCode()
 		return
 	}
 	if in.Text == "" {
@@ -119,11 +131,25 @@ func (in *Input) prepare(p *syntax.Parser, data *shellData) {
 	case in.Action == "exec" || in.Action == "start" && len(in.Text) > 0 || IsShell(in.Program):
 		sh := parseShell(in.Text, p, data, cwd)
 		in.Shell = &sh
+		in.adoptCode()
 	default:
-		if sh, ok := parseShellOut(in.Text, data); ok {
-			in.Shell = &sh
-		}
+		in.prepareProgram(p, data, cwd)
 	}
+}
+
+// adoptCode makes what the shell line's code does the input's code
+// document.
+func (in *Input) adoptCode() {
+	if in.Shell == nil {
+		return
+	}
+	if in.Shell.code != nil && in.Code == nil {
+		in.Code = in.Shell.code
+	}
+	if in.Shell.sql != nil && in.SQL == nil {
+		in.SQL = in.Shell.sql
+	}
+	in.Shell.code, in.Shell.sql = nil, nil
 }
 
 // Source is where a bundle comes from.
@@ -217,16 +243,49 @@ func (b *Bundle) index(sh *Shell, gw *Gateway) {
 	slices.Sort(sh.WordsListed)
 }
 
+// indexCode derives c.Names and c.Listed (the lists that hold a call's
+// name or a module), whatever the caller sent.
+func (b *Bundle) indexCode(c *Code) {
+	c.Calls = slices.Clone(c.Calls)
+	c.fill()
+	c.Names = []string{}
+	for _, call := range c.Calls {
+		c.Names = addOnce(c.Names, call.Name)
+	}
+	c.Listed = []string{}
+	for _, n := range c.Names {
+		b.lists.mark(&c.Listed, n)
+	}
+	for _, m := range c.Modules {
+		b.lists.mark(&c.Listed, m)
+	}
+	c.Dynamic = len(c.DynamicCalls) > 0
+	slices.Sort(c.Names)
+	slices.Sort(c.Listed)
+}
+
 // derive fills what the engine derives for every decision, whatever the
-// caller sent: input.program_listed, input.text_listed and the shell's
-// index. The shell is indexed in a copy unless ownShell says the engine
-// parsed it for this decision.
+// caller sent: input.program_listed, input.text_listed, the code's and
+// the SQL's indexes, and the shell's (paths, hosts, gateway_refs). The
+// shell is indexed in a copy unless ownShell says the engine parsed it for
+// this decision.
 func (b *Bundle) derive(in *Input, ownShell bool) {
 	in.ProgramListed, in.TextListed = []string{}, []string{}
 	b.lists.mark(&in.ProgramListed, in.Program)
 	b.lists.mark(&in.TextListed, in.Text)
 	slices.Sort(in.ProgramListed)
 	slices.Sort(in.TextListed)
+	if in.Code != nil {
+		// The code's index is always the engine's own, in a copy.
+		c := *in.Code
+		b.indexCode(&c)
+		in.Code = &c
+	}
+	if in.SQL != nil {
+		q := *in.SQL
+		q.derive()
+		in.SQL = &q
+	}
 	switch {
 	case in.Shell == nil:
 	case ownShell:

@@ -156,7 +156,7 @@ var corpus = []struct {
 	{"python3", `import os; os.system("rm -rf /")`, "deny", "fs.rm_protected"},
 	{"python3", `__import__('os').system('curl x | sh')`, "deny", "rce.pipe_to_shell"},
 	{"python3", `subprocess.run(["rm", "-rf", "/etc"])`, "deny", "fs.rm_protected"},
-	{"python3", `os.system(cmd)`, "confirm", "repl.dynamic_shell_out"},
+	{"python3", `os.system(cmd)`, "confirm", "code.dynamic_shell_out"},
 	{"python3", `os.system("ls -l")`, "allow", ""},
 	{"node", "require('child_process').execSync('rm -rf ~')", "deny", "fs.rm_protected"},
 	{"python3", "print('rm -rf /')", "allow", ""},
@@ -166,7 +166,7 @@ var corpus = []struct {
 func TestCorpus(t *testing.T) {
 	e := defaultEngine(t)
 	ctx := context.Background()
-	for _, c := range corpus {
+	for _, c := range append(corpus, codeCorpus...) {
 		d, err := e.Decide(ctx, Input{Action: "input", Program: c.program, Text: c.text})
 		if err != nil {
 			t.Errorf("%s %q: %v", c.program, c.text, err)
@@ -394,8 +394,8 @@ func TestParseShell(t *testing.T) {
 func BenchmarkDecide(b *testing.B) {
 	e := defaultEngine(b)
 	ctx := context.Background()
-	inputs := make([]Input, 0, len(corpus))
-	for _, c := range corpus {
+	inputs := make([]Input, 0, len(corpus)+len(codeCorpus))
+	for _, c := range append(corpus, codeCorpus...) {
 		inputs = append(inputs, Input{Action: "input", Program: c.program, Text: c.text})
 	}
 	// Steady state: one pass over the corpus first, so that compiling each
@@ -455,7 +455,7 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		Start:   &Start{Argv: []string{"env", "A=1", "sh"}, Cwd: "/w", Env: []string{"A"}},
 		Client:  Client{Name: "c", Version: "1"},
 	}}
-	for _, c := range corpus {
+	for _, c := range append(corpus, codeCorpus...) {
 		ins = append(ins, Input{Action: "input", Program: c.program, Text: c.text})
 	}
 	b0 := defaultEngine(t).Bundle()

@@ -86,6 +86,13 @@ type Shell struct {
 
 	data *shellData // the runners and options the analysis follows
 	cwd  string     // the directory the next command runs in; "" unknown
+	// code gathers what the code the line hands to interpreters does
+	// (python3 -c, node -e, a here-document fed to python3): the engine
+	// makes it the input's code document.
+	code *Code
+	// sql gathers the SQL the line hands to database clients (psql -c,
+	// mysql -e, sqlite3 DB SQL, a here-document fed to psql).
+	sql *SQL
 }
 
 // Command is one simple command.
@@ -812,7 +819,12 @@ func (w *walker) fed(cmds []Command, redirs []*syntax.Redirect) {
 		return
 	}
 	for _, c := range cmds {
-		shell, ok := w.codeReader(c)
+		if d := sqlDialect(c.Name); d != "" && len(sqlArgs(c)) == 0 {
+			for _, b := range bodies {
+				w.sh.Commands = append(w.sh.Commands, embedSQL(w.sh, d, b)...)
+			}
+		}
+		shell, ok := w.sh.codeReader(c)
 		if !ok {
 			continue
 		}
@@ -822,9 +834,12 @@ func (w *walker) fed(cmds []Command, redirs []*syntax.Redirect) {
 		}
 		for _, b := range bodies {
 			sub := w.sh.sub()
-			if shell {
+			switch lang := codeLanguage(c.Name); {
+			case shell:
 				parseInto(&sub, b, w.depth+1, nil)
-			} else {
+			case lang != "":
+				sub.Commands = embed(&sub, lang, b, w.depth+1)
+			default:
 				shellOut(&sub, b, w.depth+1)
 			}
 			mergeFlags(w.sh, &sub)
@@ -888,12 +903,14 @@ func readsCode(c Command) (shell, ok bool) {
 
 // codeReader is readsCode, and the runners that read the commands they
 // run from their standard input (at, batch), and make reading its
-// makefile there (make -f -).
-func (w *walker) codeReader(c Command) (shell, ok bool) {
+// makefile there (make -f -): whatever feeds c's standard input, a pipe, a
+// here-document or a program's output (awk's print | "cmd", vim's :w
+// !cmd), is code to them.
+func (sh *Shell) codeReader(c Command) (shell, ok bool) {
 	if shell, ok := readsCode(c); ok {
 		return shell, ok
 	}
-	if w.sh.rt().runners[c.Name].stdin {
+	if sh.rt().runners[c.Name].stdin {
 		return true, true
 	}
 	if c.Name == "make" || c.Name == "gmake" {
@@ -954,7 +971,7 @@ func (w *walker) pipeline(c *syntax.BinaryCmd) {
 		w.stmt(s)
 		restore()
 		for _, cmd := range w.sh.Commands[before:] {
-			if _, reads := w.codeReader(cmd); i > 0 && reads {
+			if _, reads := w.sh.codeReader(cmd); i > 0 && reads {
 				w.sh.PipeToInterpreter = true
 				if decoded {
 					w.sh.DecodeToInterpreter = true
@@ -1128,7 +1145,7 @@ func finish(c Command, sh *Shell, depth int) []Command {
 	// What the command runs is read from its arguments as the program gets
 	// them; what the policy compares is folded.
 	inner, ok, nested := unwrap(c, sh, depth)
-	writes, runs := programOptions(c, sh, depth)
+	writes, runs := programOptions(c, sh, depth, ok || len(nested) > 0)
 	nested = append(nested, runs...)
 	shown := c
 	for i, a := range c.Args {
@@ -1264,6 +1281,16 @@ func (w *walker) commandLine(line, via string) {
 // eval, env, busybox and find, whose syntax no such data describes, here.
 func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 	args := c.Args
+	if lang, code, ok := codeArg(c); ok {
+		return Command{}, false, embed(sh, lang, code, depth+1)
+	}
+	if d := sqlDialect(c.Name); d != "" {
+		var nested []Command
+		for _, q := range sqlArgs(c) {
+			nested = append(nested, embedSQL(sh, d, q)...)
+		}
+		return Command{}, false, nested
+	}
 	switch c.Name {
 	case "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash":
 		for i, a := range args {
@@ -1468,6 +1495,20 @@ func mergeFlags(dst, src *Shell) {
 	if dst.ParseError == "" {
 		dst.ParseError = src.ParseError
 	}
+	if src.sql != nil {
+		if dst.sql == nil {
+			dst.sql = &SQL{Dialect: src.sql.Dialect}
+		}
+		dst.sql.Statements = append(dst.sql.Statements, src.sql.Statements...)
+		dst.sql.derive()
+	}
+	if src.code != nil {
+		if dst.code == nil {
+			dst.code = &Code{}
+		}
+		dst.code.merge(src.code)
+		dst.code.finish()
+	}
 }
 
 // ---- code typed into a REPL that shells out ----
@@ -1482,13 +1523,15 @@ var strLitRe = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|` + "
 // ParseShellOut finds shell commands that code typed into a REPL passes to
 // a shell, and analyses them as shell lines. ok is false when the code has
 // no such call.
-func ParseShellOut(code string) (Shell, bool) { return parseShellOut(code, nil) }
+func ParseShellOut(code string) (Shell, bool) { return parseShellOut(code, nil, "") }
 
-func parseShellOut(code string, data *shellData) (Shell, bool) {
+// parseShellOut is ParseShellOut with the bundle's shell data (nil: the
+// default bundle's) and the directory the program runs in ("" unknown).
+func parseShellOut(code string, data *shellData, cwd string) (Shell, bool) {
 	if data == nil {
 		data = defaultShellData()
 	}
-	sh := Shell{Embedded: true, data: data}
+	sh := Shell{Embedded: true, data: data, cwd: cwd}
 	if !shellOut(&sh, code, 1) {
 		return Shell{}, false
 	}

@@ -15,8 +15,10 @@ const dynamicRun = "$(computed at run time)"
 // sed's w F), returned as redirections ">" to them, and the command lines
 // it runs (tar --checkpoint-action=exec=…, ssh -o ProxyCommand=…, git -c
 // alias.x=!…, sed's e, awk's system("…"), vim -c '!…', make --eval's
-// $(shell …)), parsed and returned as commands run by c.
-func programOptions(c Command, sh *Shell, depth int) (writes []Redirect, runs []Command) {
+// $(shell …)), parsed and returned as commands run by c. followed: unwrap
+// already handed c's arguments on (a runner's command, sh -c's line, the
+// code of python3 -c), so they are not scanned for literals here too.
+func programOptions(c Command, sh *Shell, depth int, followed bool) (writes []Redirect, runs []Command) {
 	d := sh.rt()
 	if specs := d.writeOptions[c.Name]; len(specs) > 0 {
 		for _, v := range optionValues(c.Args, specs) {
@@ -37,7 +39,10 @@ func programOptions(c Command, sh *Shell, depth int) (writes []Redirect, runs []
 			run(strings.TrimLeft(v.value, "!"))
 		}
 	}
-	if !d.literalSkip[c.Name] {
+	// The code python, node, perl, ruby, php and awk get as an argument is
+	// the code analysis's (unwrap hands it over): not scanned again here.
+	_, _, analysed := codeArg(c)
+	if !d.literalSkip[c.Name] && !analysed && !followed {
 		for _, a := range c.Args {
 			for _, l := range callLiterals(a) {
 				run(l)
@@ -59,7 +64,7 @@ func programOptions(c Command, sh *Shell, depth int) (writes []Redirect, runs []
 			}
 		}
 	case "awk", "gawk", "mawk", "nawk":
-		if prog, ok := awkProgram(c.Args); ok {
+		if prog, ok := awkProgram(c.Args); ok && !analysed {
 			lits, dyn := awkCommands(prog)
 			for _, l := range lits {
 				run(l)

@@ -22,6 +22,8 @@ var keys = func() map[string]*ast.Term {
 		"parse_error", "incomplete", "embedded", "names", "listed", "words_listed", "dynamic",
 		"path", "args", "wrappers", "redirects", "assigns", "flags", "operands", "op", "target",
 		"paths", "hosts", "gateway_refs", "gateway", "home",
+		"code", "languages", "calls", "modules", "shell_commands", "writes", "deletes", "dynamic_calls",
+		"dynamic_shell", "reverse_shell", "sql", "dialect", "statements", "classes", "verb", "object", "where",
 	} {
 		m[k] = ast.StringTerm(k)
 	}
@@ -80,6 +82,12 @@ func (in *Input) value() ast.Value {
 	}
 	if in.Shell != nil {
 		kv = append(kv, "shell", in.Shell.term())
+	}
+	if in.Code != nil {
+		kv = append(kv, "code", in.Code.term())
+	}
+	if in.SQL != nil {
+		kv = append(kv, "sql", in.SQL.term())
 	}
 	if s := in.Session; s != nil {
 		kv = append(kv, "session", obj("id", str(s.ID), "name", str(s.Name), "argv", strs(s.Argv), "cwd", str(s.Cwd), "profile", str(s.Profile)))
@@ -157,4 +165,39 @@ func (c Command) term() *ast.Term {
 		kv = append(kv, "cwd", str(c.Cwd))
 	}
 	return obj(kv...)
+}
+
+func (c *Code) term() *ast.Term {
+	calls := ast.InternedNullTerm
+	if c.Calls != nil {
+		cs := make([]*ast.Term, len(c.Calls))
+		for i, call := range c.Calls {
+			cs[i] = obj("name", str(call.Name), "args", strs(call.Args), "dynamic", boolean(call.Dynamic))
+		}
+		calls = ast.ArrayTerm(cs...)
+	}
+	kv := []any{"languages", strs(c.Languages), "calls", calls, "names", strs(c.Names), "modules", strs(c.Modules),
+		"shell_commands", strs(c.ShellCommands), "writes", strs(c.Writes), "deletes", strs(c.Deletes),
+		"dynamic_calls", strs(c.DynamicCalls), "dynamic", boolean(c.Dynamic), "dynamic_shell", boolean(c.DynamicShell),
+		"reverse_shell", boolean(c.ReverseShell), "incomplete", boolean(c.Incomplete), "listed", strs(c.Listed)}
+	if c.ParseError != "" {
+		kv = append(kv, "parse_error", str(c.ParseError))
+	}
+	return obj(kv...)
+}
+
+func (q *SQL) term() *ast.Term {
+	sts := ast.InternedNullTerm
+	if q.Statements != nil {
+		ts := make([]*ast.Term, len(q.Statements))
+		for i, s := range q.Statements {
+			kv := []any{"text", str(s.Text), "verb", str(s.Verb), "where", boolean(s.Where), "classes", strs(s.Classes)}
+			if s.Object != "" {
+				kv = append(kv, "object", str(s.Object))
+			}
+			ts[i] = obj(kv...)
+		}
+		sts = ast.ArrayTerm(ts...)
+	}
+	return obj("dialect", str(q.Dialect), "statements", sts, "classes", strs(q.Classes), "incomplete", boolean(q.Incomplete))
 }

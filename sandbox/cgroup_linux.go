@@ -79,15 +79,18 @@ func cgroupRoots() []string {
 	return out
 }
 
-// NewCgroup creates termgate/<name> with pids.max = max (and its twin in
-// the v1 freezer hierarchy).
+// NewCgroup creates termgate/<owner>/<name> with pids.max = max (and its
+// twin in the v1 freezer hierarchy), owner being this process's tag.
 func NewCgroup(name string, max int) (*Cgroup, error) {
 	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
 		return nil, fmt.Errorf("%q is not a cgroup name", name)
 	}
 	c := &Cgroup{}
+	// termgate/<owner>/<name>: a gateway that dies before it could close
+	// its sessions leaves them to the next one's Sweep.
+	owner := Owner()
 	mk := func(root string) (string, error) {
-		parent := filepath.Join(root, "termgate")
+		parent := filepath.Join(root, "termgate", owner)
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			return "", err
 		}
@@ -106,6 +109,10 @@ func NewCgroup(name string, max int) (*Cgroup, error) {
 			return nil, fmt.Errorf("creating a pids cgroup: %w", err)
 		}
 		_ = os.WriteFile(filepath.Join(cgroupFS, "termgate", "cgroup.subtree_control"), []byte("+pids"), 0)
+		if err := os.MkdirAll(filepath.Join(cgroupFS, "termgate", owner), 0o755); err != nil {
+			return nil, fmt.Errorf("creating a pids cgroup: %w", err)
+		}
+		_ = os.WriteFile(filepath.Join(cgroupFS, "termgate", owner, "cgroup.subtree_control"), []byte("+pids"), 0)
 		dir, err := mk(cgroupFS)
 		if err != nil {
 			return nil, fmt.Errorf("creating a pids cgroup: %w", err)

@@ -134,3 +134,36 @@ func TestCancelledCallGetsNoResponse(t *testing.T) {
 		t.Fatalf("the cancelled call %v got a response", callID.Raw())
 	}
 }
+
+// A session_start the client cancels leaves no session running: the agent
+// never learned its id, so nothing else would use or close it.
+func TestCancelledStartClosesItsSession(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "session_start", Arguments: map[string]any{
+			"cwd": dir, "command": "touch started; while [ ! -e go-on ]; do sleep 0.05; done; exec bash", "timeout_ms": 120000,
+		}})
+		errc <- err
+	}()
+	eventually(t, time.Minute, "the session's program runs", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "started"))
+		return err == nil
+	})
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled call returned %v", err)
+	}
+	eventually(t, time.Minute, "no session is left alive", func() bool {
+		r := s.ok("session_list", map[string]any{})
+		list, _ := r["sessions"].([]any)
+		for _, x := range list {
+			if m, _ := x.(map[string]any); m["alive"] == true {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -128,8 +128,9 @@ func TestChaos(t *testing.T) {
 		return now.Goroutines <= base.Goroutines+2 && now.FDs <= base.FDs+2
 	})
 	if !ok {
-		t.Fatalf("after the chaos: %d goroutines (baseline %d), %d open files (baseline %d); goroutines:\n%s",
-			now.Goroutines, base.Goroutines, now.FDs, base.FDs, now.Stacks)
+		list := c.call(context.Background(), "session_list", map[string]any{})
+		t.Fatalf("after the chaos: %d goroutines (baseline %d), %d open files (baseline %d); sessions:\n%s\ngoroutines:\n%s",
+			now.Goroutines, base.Goroutines, now.FDs, base.FDs, resultText(list), now.Stacks)
 	}
 	hwm := vmHWM(t, s.pid())
 	limit := int64(300 << 20)
@@ -252,6 +253,17 @@ func (c *chaos) slot(i int) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.slots[i]
+}
+
+// swapSlot puts id in slot i if it still holds old.
+func (c *chaos) swapSlot(i int, old, id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.slots[i] != old {
+		return false
+	}
+	c.slots[i] = id
+	return true
 }
 
 func (c *chaos) setSlot(i int, id string) {
@@ -406,7 +418,11 @@ func (c *chaos) step(r *rand.Rand, w, workers int) {
 	case n < 78:
 		c.call(bg, "session_close", map[string]any{"session_id": id})
 		if nid, err := c.startIn(c.dirs[i]); err == nil {
-			c.setSlot(i, nid)
+			if !c.swapSlot(i, id, nid) {
+				// Another worker restarted this slot meanwhile: the session
+				// just made is nobody's, so it goes.
+				c.call(bg, "session_close", map[string]any{"session_id": nid})
+			}
 		} else {
 			c.errorf("restarting session %d: %v", i, err)
 		}

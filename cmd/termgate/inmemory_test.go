@@ -95,7 +95,7 @@ func startMem(t *testing.T, o memOptions) *memServer {
 	}
 	m := &memServer{t: t, gw: gw, log: logw, audit: cfg.AuditLog, home: home}
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := gw.server().Connect(ctx, protocolTransport{Transport: st, log: logger}, nil)
+	ss, err := gw.server().Connect(ctx, protocolTransport{Transport: st, log: logger, dropped: gw.droppedResult}, nil)
 	if err != nil {
 		t.Fatalf("serving: %v", err)
 	}

@@ -46,6 +46,10 @@ import (
 type protocolTransport struct {
 	mcp.Transport
 	log *slog.Logger
+	// dropped, when set, is told about a result that was not sent because
+	// the client cancelled its call (a session it started is then closed:
+	// the agent never learned its id).
+	dropped func(tool string, result json.RawMessage)
 }
 
 // Connect implements [mcp.Transport].
@@ -54,14 +58,15 @@ func (t protocolTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &protocolConn{Connection: c, log: t.log, calls: map[jsonrpc.ID]*inCall{}}, nil
+	return &protocolConn{Connection: c, log: t.log, dropped: t.dropped, calls: map[jsonrpc.ID]*inCall{}}, nil
 }
 
 // protocolConn tracks the calls it read until they are answered: a call the
 // client cancels is not answered, and no answer carries error code 0.
 type protocolConn struct {
 	mcp.Connection
-	log *slog.Logger
+	log     *slog.Logger
+	dropped func(tool string, result json.RawMessage)
 
 	mu    sync.Mutex
 	calls map[jsonrpc.ID]*inCall // read and not yet answered; bounded by the calls in flight
@@ -69,6 +74,7 @@ type protocolConn struct {
 
 type inCall struct {
 	method    string
+	tool      string // tools/call: the tool's name
 	cancelled bool
 }
 
@@ -85,7 +91,16 @@ func (c *protocolConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	case req.IsCall():
 		c.mu.Lock()
 		if _, dup := c.calls[req.ID]; !dup {
-			c.calls[req.ID] = &inCall{method: req.Method}
+			call := &inCall{method: req.Method}
+			if req.Method == "tools/call" {
+				var p struct {
+					Name string `json:"name"`
+				}
+				if json.Unmarshal(req.Params, &p) == nil {
+					call.tool = p.Name
+				}
+			}
+			c.calls[req.ID] = call
 		}
 		c.mu.Unlock()
 	case req.Method == methodCancelled:
@@ -122,6 +137,9 @@ func (c *protocolConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if call.cancelled {
 			if c.log != nil {
 				c.log.Info("the client cancelled a call: no response sent", "id", resp.ID.Raw(), "method", method)
+			}
+			if c.dropped != nil && call.tool != "" && resp.Error == nil {
+				c.dropped(call.tool, resp.Result)
 			}
 			return nil
 		}

@@ -150,8 +150,8 @@ func TestRefusalsCarryTheirDecision(t *testing.T) {
 		t.Fatalf("exec: a refused command's exit code is %v, want -1", out["exit_code"])
 	}
 
-	res = m.fails("session_start", map[string]any{"env": map[string]string{"LD_PRELOAD": "/tmp/x.so"}}, "denied by start.dangerous_env")
-	if out := decision("start", res, "start.dangerous_env"); len(out["stages"].(map[string]any)) == 0 {
+	res = m.fails("session_start", map[string]any{"command": "rm -rf / --no-preserve-root; exec bash"}, "denied by fs.rm_no_preserve_root")
+	if out := decision("start", res, "fs.rm_no_preserve_root"); len(out["stages"].(map[string]any)) == 0 {
 		t.Fatalf("start: %v", out)
 	}
 

@@ -20,6 +20,7 @@ import (
 	"github.com/termgate/termgate/policies"
 	"github.com/termgate/termgate/policy"
 	"github.com/termgate/termgate/redact"
+	"github.com/termgate/termgate/sandbox"
 	"github.com/termgate/termgate/session"
 )
 
@@ -142,7 +143,21 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)
 	}
 	bg := context.Background()
-	if err := stages.record(bg, AuditEvent{Kind: "server_start"}); err != nil {
+	// What gateways killed before they could close their sessions left
+	// behind (private directories, cgroups, processes in them) goes now;
+	// only what is tagged with a gateway process that is gone.
+	startFields := map[string]any{}
+	sw, err := sandbox.Sweep()
+	if err != nil {
+		logger.Error("sweeping what dead gateways left", "err", err)
+	}
+	if len(sw.Dirs)+len(sw.Cgroups)+sw.Processes > 0 {
+		logger.Warn("removed what dead gateways left behind", "directories", len(sw.Dirs), "cgroups", len(sw.Cgroups), "processes_killed", sw.Processes)
+		startFields["termgate.sweep.directories"] = len(sw.Dirs)
+		startFields["termgate.sweep.cgroups"] = len(sw.Cgroups)
+		startFields["termgate.sweep.processes"] = sw.Processes
+	}
+	if err := stages.record(bg, AuditEvent{Kind: "server_start", Fields: startFields}); err != nil {
 		return err
 	}
 	if err := stages.record(bg, AuditEvent{Kind: "policy_load"}); err != nil {
@@ -181,7 +196,7 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 
 	logger.Info("termgate serving on stdio", "version", version(), "stages", gw.stages.describe())
 	tr := &lineTransport{in: stdin, out: stdout, maxLine: maxMessage(cfg.MaxInput), maxInput: cfg.MaxInput, log: logger}
-	err = srv.Run(ctx, protocolTransport{Transport: tr, log: logger})
+	err = srv.Run(ctx, protocolTransport{Transport: tr, log: logger, dropped: gw.droppedResult})
 	switch {
 	case err == nil, errors.Is(err, io.EOF):
 		logger.Info("client disconnected; closing sessions")
@@ -298,6 +313,21 @@ func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
 	g.mgr = session.NewManager(cfg.limits(), func(s *session.Session) {
 		logger.Info("closed idle session", "session", s.ID(), "idle_timeout", cfg.IdleTimeout)
 	})
+	g.mgr.OnPanic(func(id, where string, v any, stack []byte) {
+		logger.Error("a session goroutine panicked; the session was ended", "session", id, "where", where, "panic", fmt.Sprint(v), "stack", string(stack))
+		ev := AuditEvent{Kind: "tool_error", Err: "internal error in the session's " + where + " (the server log has the stack); the session was ended", Input: GateInput{Session: &GateRef{ID: id}}}
+		if err := g.stages.record(context.Background(), ev); err != nil {
+			logger.Error("audit: recording a session's internal error", "session", id, "err", err)
+		}
+	})
+	// What the gateway keeps per session goes when the manager lets the
+	// session go.
+	g.mgr.OnForget(func(id string) {
+		g.recordings.Delete(id)
+		g.unfinishedMu.Lock()
+		delete(g.unfinished, id)
+		g.unfinishedMu.Unlock()
+	})
 	return g
 }
 
@@ -308,6 +338,7 @@ func (g *gateway) shutdown() error {
 	defer cancel()
 	err := g.mgr.Shutdown(ctx)
 	g.ends.Wait()
+	sandbox.ReleaseOwner()
 	return err
 }
 

@@ -89,7 +89,7 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 		return 2
 	}
 	spec := l.spec
-	tmp, err := os.MkdirTemp("", "termgate-run-")
+	tmp, err := os.MkdirTemp("", sandbox.TempPattern("run"))
 	if err != nil {
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1

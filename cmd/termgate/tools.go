@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -498,7 +499,20 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		}
 	}()
 	r, err := s.WaitStart(ctx, session.WaitOpts{Timeout: wait, Quiet: g.cfg.Quiet})
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
+		if ctx.Err() != nil {
+			// The call was cancelled (or its client went away) before the
+			// agent learned the session's id: nobody could use or close
+			// it, so it is closed here.
+			cctx, cancel := context.WithTimeout(context.Background(), 4*g.cfg.CloseGrace+5*time.Second)
+			defer cancel()
+			if cerr := g.mgr.Close(cctx, s.ID()); cerr != nil {
+				g.log.Error("closing a session whose start was cancelled", "session", s.ID(), "err", cerr)
+			}
+		}
 		return nil, out, err
 	}
 	st := s.Status()
@@ -1256,4 +1270,34 @@ func (g *gateway) confirmTool(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	out = confirmOut{Approved: true, Rule: st.Rule, Expires: time.Unix(st.Expires, 0).UTC().Format(time.RFC3339)}
 	return textResult(fmt.Sprintf("approved once (%s), until %s: send exactly the same input again", st.Rule, out.Expires)), out, nil
+}
+
+// droppedResult is told about a result the client cancelled before it was
+// sent. A session that a dropped session_start started is closed: the
+// agent never learned its id, so nothing else would ever use or close it.
+func (g *gateway) droppedResult(tool string, result json.RawMessage) {
+	if tool != "session_start" {
+		return
+	}
+	var res struct {
+		IsError    bool `json:"isError"`
+		Structured struct {
+			SessionID string `json:"session_id"`
+		} `json:"structuredContent"`
+	}
+	if json.Unmarshal(result, &res) != nil || res.IsError || res.Structured.SessionID == "" {
+		return
+	}
+	id := res.Structured.SessionID
+	g.ends.Add(1)
+	go func() {
+		defer g.ends.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 4*g.cfg.CloseGrace+5*time.Second)
+		defer cancel()
+		if err := g.mgr.Close(ctx, id); err != nil && !errors.Is(err, session.ErrNotFound) {
+			g.log.Error("closing a session whose start the client cancelled", "session", id, "err", err)
+			return
+		}
+		g.log.Info("closed a session whose start the client cancelled", "session", id)
+	}()
 }

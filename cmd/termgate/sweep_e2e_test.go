@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A gateway killed before it could close its sessions leaves a process
+// that left its session running, and the session's private directory; the
+// next gateway to start removes both, says so in its log and in the
+// audit record of its start, and leaves a live gateway's sessions alone.
+func TestStartSweepsWhatADeadGatewayLeft(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sessions' cgroups need root")
+	}
+	state := t.TempDir()
+	auditLog, auditKey := filepath.Join(state, "audit.jsonl"), filepath.Join(state, "audit.key")
+	live := startServer(t)
+	liveID := live.start(map[string]any{"cwd": t.TempDir()})
+
+	doomed := startServer(t)
+	mk := marker()
+	id := doomed.start(map[string]any{"cwd": t.TempDir()})
+	doomed.send(id, "setsid sleep "+mk+" >/dev/null 2>&1 < /dev/null &")
+	eventually(t, time.Minute, "the escaped process runs", func() bool { return len(processesWith("sleep "+mk)) == 1 })
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "termgate-session-g"+strconv.Itoa(doomed.pid())+".*"))
+	if len(dirs) == 0 {
+		t.Fatal("the doomed gateway's session has no tagged private directory")
+	}
+	if err := syscall.Kill(doomed.pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = doomed.cmd.Wait()
+	// The kill took the session's leader (PDEATHSIG), not what left it.
+	if len(processesWith("sleep "+mk)) != 1 {
+		t.Fatal("the escaped process did not outlive its gateway: nothing to sweep")
+	}
+
+	next := startServer(t, "--audit-log", auditLog, "--audit-key", auditKey)
+	if n := processesWith("sleep " + mk); len(n) != 0 {
+		t.Fatalf("the process a dead gateway left still runs after the next start: %v", n)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after the next start", d)
+		}
+	}
+	if !strings.Contains(next.logText(), "removed what dead gateways left behind") {
+		t.Errorf("the log does not say what was removed:\n%s", next.logText())
+	}
+	var swept bool
+	for _, r := range readRecords(t, auditLog) {
+		if n, ok := field(r, "termgate.sweep.processes").(json.Number); ok && n.String() != "0" {
+			swept = true
+		}
+	}
+	if !swept {
+		t.Error("the start's audit record does not say what was swept")
+	}
+	// The live gateway's session is untouched.
+	wantOutput(t, live.send(liveID, "echo still-here"), "still-here")
+}
