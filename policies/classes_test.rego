@@ -220,6 +220,12 @@ test_kill_targets if {
 	allowed(bash([c("kill", ["-HUP", "4242"])]))
 	allowed(bash([c("kill", ["-n", "1", "4242"])]))
 	allowed(bash([c("killall", ["-l"])]))
+	allowed(bash([c("kill", ["-L"])]))
+	allowed(bash([c("kill", ["--list=9"])]))
+	denied_by(bash([c("kill", ["-KILL", "-1"])]), "process.kill_broad")
+	denied_by(bash([c("kill", ["-SIGKILL", "1"])]), "process.kill_broad")
+	denied_by(bash([c("kill", ["-ALRM", "1"])]), "process.kill_broad")
+	confirm_by(bash([c("pkill", ["-l", "node"])]), "process.kill_by_name")
 }
 
 # ---- deletes by other verbs and paths ----

@@ -211,11 +211,24 @@ finding contains {
 	a in {"-1", "1", "0", "-0"}
 }
 
-# kill -l and -L list signals; they send none.
+# kill -l and -L list signals, and killall -l; they send none. Only the
+# option itself: the letters of a signal name (-KILL, -SIGALRM) are no
+# list option, and pkill -l kills all the same.
 kill_lists(c) if {
-	some f in c.flags
-	f in {"l", "L", "--list", "--table"}
+	c.name == "kill"
+	count(c.args) > 0
+	list_option(c.args[0])
 }
+
+kill_lists(c) if {
+	c.name == "killall"
+	some a in c.args
+	a in {"-l", "--list"}
+}
+
+list_option(a) if a in {"-l", "-L", "--list", "--table"}
+
+list_option(a) if startswith(a, "--list=")
 
 # The processes kill signals: its arguments after the signal (-9, -KILL,
 # -s KILL, -n 9, --signal KILL) and "--". kill -1 %% sends signal 1 to a
