@@ -286,3 +286,13 @@ test_metadata_hosts if {
 	# a shell line is judged on its hosts, not on its text
 	allowed(with_text(bash([c("echo", ["169.254.169.254"])]), "echo 169.254.169.254"))
 }
+
+# Code the gateway analyses is judged on the hosts it names, not on its
+# text; a program it has no analysis for, on its text.
+test_metadata_hosts_in_code if {
+	fetch := "urllib.request.urlopen('http://2852039166/latest')"
+	denied_by(typed_code("python3", fetch, object.union(code_doc([], ["urllib.request"], {}), {"hosts": ["169.254.169.254"]}), []), "net.cloud_metadata")
+	mention := "print('see 169.254.169.254 in the docs')"
+	allowed(typed_code("python3", mention, code_doc([], [], {}), []))
+	denied_by(typed("lua", mention), "net.cloud_metadata")
+}

@@ -468,8 +468,10 @@ firewall_off(c) if {
 
 # A shell line reaches the metadata service when a host its commands
 # name is one (shell.hosts: every spelling of an address read as one, the
-# hosts of URLs, not their paths). Code typed into other programs is
-# matched on its text.
+# hosts of URLs, not their paths); code when a host it names is one
+# (code.hosts: its URLs' hosts and its string literals that are
+# addresses, read alike). What other programs are typed (a database
+# client, a REPL the gateway has no analysis for) is matched on its text.
 finding contains {
 	"rule": "net.cloud_metadata",
 	"action": "deny",
@@ -485,11 +487,22 @@ finding contains {
 	"rule": "net.cloud_metadata",
 	"action": "deny",
 	"severity": "high",
+	"reason": sprintf("reaches the cloud metadata endpoint %s", [h]),
+} if {
+	some h in input.code.hosts
+	h in cfg.metadata_hosts
+}
+
+finding contains {
+	"rule": "net.cloud_metadata",
+	"action": "deny",
+	"severity": "high",
 	"reason": sprintf("reaches the cloud metadata endpoint %s", [e]),
 } if {
 	"metadata_substrings" in input.text_listed
 	not "shells" in input.program_listed
 	not input.action in {"start", "exec"}
+	not input.code
 	some e in cfg.metadata_substrings
 	contains(lower(input.text), e)
 }

@@ -49,6 +49,11 @@ type Code struct {
 	// Incomplete: the code is unfinished (an open block or bracket); the
 	// interpreter runs nothing yet.
 	Incomplete bool `json:"incomplete,omitempty"`
+	// Hosts are the hosts the code names, sorted, each once, in the
+	// canonical spelling of shell.hosts: the host of every URL in its text,
+	// and every string literal that is an IP address (in any spelling) or
+	// a dotted host name. Present only when there is one.
+	Hosts []string `json:"hosts,omitempty"`
 	// Listed names the lists of data.termgate.lists that hold a call's name
 	// or a module ("<list>" in input.code.listed). Derived by the engine on
 	// every decision.
@@ -87,7 +92,7 @@ func (c *Code) finish() {
 		c.Names = addOnce(c.Names, call.Name)
 	}
 	c.Dynamic = len(c.DynamicCalls) > 0
-	for _, l := range []*[]string{&c.Languages, &c.Names, &c.Modules} {
+	for _, l := range []*[]string{&c.Languages, &c.Names, &c.Modules, &c.Hosts} {
 		slices.Sort(*l)
 		*l = slices.Compact(*l)
 	}
@@ -106,6 +111,7 @@ func (c *Code) merge(src *Code) {
 	c.DynamicShell = c.DynamicShell || src.DynamicShell
 	c.ReverseShell = c.ReverseShell || src.ReverseShell
 	c.Incomplete = c.Incomplete || src.Incomplete
+	c.Hosts = append(c.Hosts, src.Hosts...)
 	if c.ParseError == "" {
 		c.ParseError = src.ParseError
 	}

@@ -56,6 +56,7 @@ func analyseCodeIn(within *Shell, lang, code string, depth int) (Code, Shell) {
 	default:
 		shellOut(&d.sh, code, depth+1)
 	}
+	d.code.Hosts = append(d.code.Hosts, codeHosts(code)...)
 	return d.result()
 }
 

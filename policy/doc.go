@@ -238,6 +238,13 @@
 //     the code's dotted names); incomplete: the code is unfinished (an
 //     open block, bracket or string): the REPL runs nothing yet, and it is
 //     judged on what it shows all the same.
+//   - hosts (present when there is one): the hosts the code names, in
+//     shell.hosts' canonical spelling: the host of each URL in its text,
+//     and each string literal that is an IP address in any spelling or a
+//     dotted host name (a run of host characters between two equal
+//     quotes, so an apostrophe in a comment cannot hide one). A string
+//     that only mentions an address names no host. Code is judged on its
+//     hosts for the cloud metadata service, not on its text.
 //
 // A line that names none of the names the analysis resolves calls to or
 // builds them from (print(x), [x*2 for x in y]) is not parsed: it cannot

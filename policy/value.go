@@ -183,6 +183,9 @@ func (c *Code) term() *ast.Term {
 	if c.ParseError != "" {
 		kv = append(kv, "parse_error", str(c.ParseError))
 	}
+	if len(c.Hosts) > 0 {
+		kv = append(kv, "hosts", strs(c.Hosts))
+	}
 	return obj(kv...)
 }
 
