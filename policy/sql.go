@@ -497,10 +497,14 @@ func classifyMeta(dialect, m string) (Statement, []Command, []metaLine) {
 		case `\o`, `\out`, `\g`, `\gx`, `\w`, `\write`:
 			pipeOrFile(arg)
 		case `\copy`:
-			up := strings.ToUpper(arg)
+			up := asciiUpper(arg) // byte for byte: its offsets are arg's
 			if i := strings.Index(up, " PROGRAM "); i >= 0 {
 				rest := strings.TrimSpace(arg[i+len(" PROGRAM "):])
-				if v, _, ok := sqlQuoted(rest, rest[0], false); ok && len(rest) > 0 && (rest[0] == '\'' || rest[0] == '"') {
+				if rest == "" {
+					st.Classes = addOnce(st.Classes, "copy_program")
+					break
+				}
+				if v, _, ok := sqlQuoted(rest, rest[0], false); ok && (rest[0] == '\'' || rest[0] == '"') {
 					shell(v)
 				} else {
 					shell(rest)
@@ -560,6 +564,19 @@ func classifyMeta(dialect, m string) (Statement, []Command, []metaLine) {
 		}
 	}
 	return st, cmds, lines
+}
+
+// asciiUpper upper-cases the ASCII letters of s only, so that an offset in
+// the result is the same offset in s (strings.ToUpper turns an invalid
+// byte into three).
+func asciiUpper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
 }
 
 // metaLine is a shell line a client command runs; piped: with the
