@@ -53,7 +53,9 @@ cfg := data.termgate.lists
 # a network program (ssh, psql, git, …) and neither a shell nor an
 # interpreter; a line of several commands, a pipeline, a substitution or
 # a background job gets "default", whichever of its commands is a
-# network program. (So a general shell never gets network or ~/.ssh.)
+# network program. (So a general shell never gets ~/.ssh. Both reach the
+# network only through the gateway's egress proxy, each new destination
+# judged by the connect rules in egress.rego.)
 default profile := "default"
 
 profile := "network" if {

@@ -7,7 +7,7 @@
 // document:
 //
 //	{
-//	  "action":  "start | input | keys | exec",
+//	  "action":  "start | input | keys | exec | connect",
 //	  "text":    "the line that will run",
 //	  "program": "bash",                       // the terminal's foreground program
 //	  "program_listed": ["interpreters"],      // the lists that hold the program
@@ -25,13 +25,17 @@
 //	              "names": ["shutil.rmtree"], "modules": ["shutil"], "shell_commands": ["rm -rf /"],
 //	              "writes": ["~/.bashrc"], "deletes": ["~"], "dynamic_calls": ["getattr(os, name)"],
 //	              "dynamic": true, "dynamic_shell": true, "reverse_shell": true,
-//	              "parse_error": "…", "incomplete": true, "listed": ["code_signal_calls"]},
+//	              "parse_error": "…", "incomplete": true, "listed": ["code_signal_calls"],
+//	              "hosts": ["169.254.169.254"]},
 //	  "sql":     {"dialect": "postgres", "statements": [{"text": "DROP TABLE t", "verb": "DROP",
 //	              "object": "TABLE", "where": true, "classes": ["drop"]}],
 //	              "classes": ["drop"], "incomplete": true},
 //	  "secret":  true,                         // typed with echo off: text is withheld
 //	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
 //	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},
+//	  "connect": {"host": "packages.example.com", "port": 443, "program": "python3.11", "via": "connect",
+//	              "address": "…", "address_class": "public | loopback | private | link_local | …",
+//	              "resolved": true},
 //	  "client":  {"name": "…", "version": "…"},
 //	  "cwd":     "/home/dev/project",          // the foreground program's current directory
 //	  "gateway": {"paths": ["/var/log/termgate/audit.jsonl*", "/etc/termgate/audit.key", …],
@@ -55,6 +59,13 @@
 // directory that ~ stands for. Both are filled by cmd/termgate; a caller
 // of Decide may leave them out (nothing is then resolved, and no file is
 // the gateway's).
+//
+// connect is a session's new outbound destination, as the egress proxy
+// (package sandbox) saw it: text and program are empty then, so the rules
+// on typed input never judge it; session names the session and its
+// profile. address is set for an address literal (in any spelling) and
+// when the proxy asks again about the address a name resolved to that is
+// not public. See sandbox.Destination.
 //
 // A flag (every boolean above) is present only when true, a command's path
 // only when it was written with a slash, parse_error only when the line

@@ -54,6 +54,7 @@ type Input struct {
 	Secret  bool     `json:"secret,omitempty"`
 	Session *Session `json:"session,omitempty"`
 	Start   *Start   `json:"start,omitempty"`
+	Connect *Connect `json:"connect,omitempty"`
 	Client  Client   `json:"client"`
 	// Cwd is the current directory of the terminal's foreground program
 	// (/proc/PID/cwd), which relative paths of a typed line are resolved
@@ -61,6 +62,25 @@ type Input struct {
 	Cwd string `json:"cwd,omitempty"`
 	// Gateway names the gateway's own files and the home directory.
 	Gateway *Gateway `json:"gateway,omitempty"`
+}
+
+// Connect is a session's new outbound destination (action connect), as
+// the egress proxy saw it: the host the program asked for (a lower-case
+// name, or an address literal as spelled), the port, the program that
+// holds the socket, how it asked (connect, http, socks5, direct), and,
+// for an address literal or a name judged again once resolved to an
+// address that is not public, that address and its class (public,
+// loopback, private, link_local, shared, unspecified, multicast,
+// reserved); resolved says the address is what the name resolved to (the
+// name itself was judged and allowed first).
+type Connect struct {
+	Host         string `json:"host"`
+	Port         int    `json:"port"`
+	Program      string `json:"program"`
+	Via          string `json:"via"`
+	Address      string `json:"address,omitempty"`
+	AddressClass string `json:"address_class,omitempty"`
+	Resolved     bool   `json:"resolved,omitempty"`
 }
 
 // Session names the session an input goes to.
@@ -114,8 +134,8 @@ func (in *Input) Prepare() { in.prepare(nil, nil) }
 // and directory (input.cwd, or a start's), so the commands code or a
 // client's escape amount to are followed and resolved as typed ones are.
 func (in *Input) prepare(p *syntax.Parser, data *shellData) {
-	if in.Shell != nil || in.Secret {
-		return
+	if in.Shell != nil || in.Secret || in.Action == "connect" {
+		return // a connect is judged by its destination, never as text
 	}
 	cwd := in.startCwd()
 	if in.Action == "start" && in.Start != nil && len(in.Start.Argv) > 0 {

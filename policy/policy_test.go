@@ -454,6 +454,14 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		Session: &Session{ID: "s-1", Name: "n", Argv: []string{"bash"}, Cwd: "/w", Profile: "default"},
 		Start:   &Start{Argv: []string{"env", "A=1", "sh"}, Cwd: "/w", Env: []string{"A"}},
 		Client:  Client{Name: "c", Version: "1"},
+	}, {
+		Action: "connect", Session: &Session{ID: "s-2", Argv: []string{"bash"}, Profile: "default"},
+		Connect: &Connect{Host: "0xa9fea9fe", Port: 80, Program: "curl", Via: "connect", Address: "169.254.169.254", AddressClass: "link_local"},
+	}, {
+		Action:  "connect",
+		Connect: &Connect{Host: "rebind.example", Port: 80, Via: "http", Address: "10.0.0.1", AddressClass: "private", Resolved: true},
+	}, {
+		Action: "connect", Connect: &Connect{Host: "packages.example.com", Port: 443, Via: "socks5"},
 	}}
 	for _, c := range append(corpus, codeCorpus...) {
 		ins = append(ins, Input{Action: "input", Program: c.program, Text: c.text})

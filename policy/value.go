@@ -24,6 +24,7 @@ var keys = func() map[string]*ast.Term {
 		"paths", "hosts", "gateway_refs", "gateway", "home",
 		"code", "languages", "calls", "modules", "shell_commands", "writes", "deletes", "dynamic_calls",
 		"dynamic_shell", "reverse_shell", "sql", "dialect", "statements", "classes", "verb", "object", "where",
+		"connect", "host", "port", "via", "address", "address_class", "resolved",
 	} {
 		m[k] = ast.StringTerm(k)
 	}
@@ -104,6 +105,17 @@ func (in *Input) value() ast.Value {
 			gkv = append(gkv, "home", str(g.Home))
 		}
 		kv = append(kv, "gateway", obj(gkv...))
+	}
+	if c := in.Connect; c != nil {
+		ckv := []any{"host", str(c.Host), "port", ast.IntNumberTerm(c.Port), "program", str(c.Program), "via", str(c.Via)}
+		if c.Address != "" {
+			ckv = append(ckv, "address", str(c.Address))
+		}
+		if c.AddressClass != "" {
+			ckv = append(ckv, "address_class", str(c.AddressClass))
+		}
+		ckv = append(ckv, "resolved", boolean(c.Resolved))
+		kv = append(kv, "connect", obj(ckv...))
 	}
 	return obj(kv...).Value
 }

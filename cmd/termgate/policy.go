@@ -102,6 +102,15 @@ func toPolicyInput(in GateInput) policy.Input {
 	if in.Session != nil {
 		pin.Session = &policy.Session{ID: in.Session.ID, Name: in.Session.Name, Argv: in.Session.Argv, Cwd: in.Session.Cwd, Profile: "default"}
 	}
+	if c := in.Connect; c != nil {
+		// A destination is judged by the egress rules alone: no text, no
+		// program for the rules on typed input.
+		pin.Text, pin.Program = "", ""
+		pin.Connect = &policy.Connect{Host: c.Host, Port: c.Port, Program: c.Program, Via: c.Via, Address: c.Address, AddressClass: c.AddressClass, Resolved: c.Resolved}
+		if pin.Session != nil {
+			pin.Session.Profile = c.Profile
+		}
+	}
 	if in.Start != nil {
 		env := in.Start.Env
 		if env == nil {

@@ -271,6 +271,13 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(
 	gw.confirmer = confirmer
 	gw.protected = protectedPaths(cfg, getenv)
 	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
+	hosts, err := readEgressHosts(cfg.EgressHosts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if gw.egress, err = newEgressGate(gw, hosts); err != nil {
+		return nil, nil, nil, err
+	}
 	return gw, auditor, engine, nil
 }
 
@@ -289,6 +296,7 @@ type gateway struct {
 	getenv    func(string) string
 	protected []string // the gateway's own files: no session reaches them
 	confirmer *humanConfirmer
+	egress    *egressGate // the egress proxy's judge; nil: no proxy sessions
 
 	// ends counts the watchers that record each session's end.
 	ends sync.WaitGroup
@@ -338,6 +346,9 @@ func (g *gateway) shutdown() error {
 	defer cancel()
 	err := g.mgr.Shutdown(ctx)
 	g.ends.Wait()
+	if g.egress != nil {
+		g.egress.close() // every session's proxy is gone with its session; this is the rest
+	}
 	sandbox.ReleaseOwner()
 	return err
 }
