@@ -114,6 +114,10 @@ else := p
 
 protected(p) if clean(p) in cfg.protected_paths
 
+# targets are a command's operands as written and as resolved against its
+# working directory (c.paths): cd /; rm -rf usr removes /usr.
+targets(c) := array.concat(c.operands, object.get(c, "paths", []))
+
 protected(p) if {
 	endswith(p, "/*")
 	clean(trim_suffix(p, "/*")) in cfg.protected_paths
@@ -175,11 +179,12 @@ finding contains f if {
 	some f in write_finding
 }
 
-write_target contains r.target if {
+write_target contains t if {
 	"write_redirects" in input.shell.words_listed
 	some c in input.shell.commands
 	some r in c.redirects
 	r.op in cfg.write_redirects
+	some t in {r.target, object.get(r, "path", r.target)}
 }
 
 write_target contains t if {
@@ -195,7 +200,7 @@ write_target contains t if {
 	c.name in cfg.copy_commands
 	ops := c.operands
 	count(ops) >= 2
-	t := ops[count(ops) - 1]
+	some t in {ops[count(ops) - 1], object.get(c, "paths", ops)[count(ops) - 1]}
 }
 
 write_target contains t if {

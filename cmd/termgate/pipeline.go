@@ -39,6 +39,10 @@ type GateInput struct {
 	Start   *GateRef     `json:"start,omitempty"`
 	Connect *GateConnect `json:"connect,omitempty"` // action connect: the destination
 	Client  Client       `json:"client"`
+	// Cwd is the current directory of the terminal's foreground program
+	// when the input is judged (input.cwd): relative paths are resolved
+	// against it.
+	Cwd string `json:"cwd,omitempty"`
 	// Secret marks input typed while the terminal's echo is off: it must
 	// not be shown to the policy as text, logged or audited.
 	Secret bool `json:"-"`

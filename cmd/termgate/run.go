@@ -254,7 +254,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(
 	}
 	logger.Info("redaction ready", "rules", redactor.Rules(), "secrets_held", len(secrets))
 	confirmer.redact = redactor.Redact
-	stages := Stages{Decider: engineDecider{engine}, Confirmer: confirmer, Redactor: redactor}
+	stages := Stages{Decider: engineDecider{e: engine, gateway: policyGateway(cfg, getenv)}, Confirmer: confirmer, Redactor: redactor}
 	var auditor *ecsAuditor
 	if cfg.AuditLog != "off" {
 		auditor, err = newAuditor(cfg, redactor, engine, logger, getenv)

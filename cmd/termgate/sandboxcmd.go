@@ -80,7 +80,7 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 		return 1
 	}
 	g := &gateway{cfg: cfg, getenv: getenv, protected: protectedPaths(cfg, getenv), env: sessionEnv(os.Environ(), nil),
-		policy: engine, stages: Stages{Decider: engineDecider{engine}}, log: slog.New(slog.NewTextHandler(stderr, nil))}
+		policy: engine, stages: Stages{Decider: engineDecider{e: engine, gateway: policyGateway(cfg, getenv)}}, log: slog.New(slog.NewTextHandler(stderr, nil))}
 	// A proxy profile's destinations are judged by the policy; no human
 	// is asked, and each refusal is said on stderr.
 	if g.egress, err = newEgressGate(g, nil); err != nil {

@@ -655,7 +655,7 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	gin := GateInput{
 		Action: "input", Text: judged, Program: st.Program, Secret: st.EchoOff,
 		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
-		Client:  clientOf(req),
+		Client:  clientOf(req), Cwd: foregroundCwd(st.Pid),
 	}
 	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
 		return nil, out, err
@@ -795,7 +795,7 @@ func (g *gateway) lineJudge(ctx context.Context, s *session.Session, base GateIn
 			}
 		}
 		in := base
-		in.Action, in.Program, in.Text = "input", st.Program, g.continuing(s.ID(), line)
+		in.Action, in.Program, in.Text, in.Cwd = "input", st.Program, g.continuing(s.ID(), line), foregroundCwd(st.Pid)
 		return g.stages.judgeLine(ctx, in)
 	}
 }
