@@ -1,80 +1,95 @@
 package termgate
 
-# ---- SQL, typed into a database shell or passed with -c / -e ----
+# ---- SQL, typed into a database client or handed to one ----
+# The gateway splits the SQL into statements and classifies each on its
+# tokens (policy/sql.go): input.sql.classes is the sorted set of the
+# statements' classes, and every rule here starts with one of them as its
+# guard, so OPA's index skips the SQL rules for any other input. A
+# string, a comment or a quoted identifier that mentions DROP is no
+# statement and has no class. The shell lines the clients' own commands
+# run (\!, \copy … program, .shell, system) reach input.shell and the
+# shell rules; the files they write (\o file, .output file, tee) reach the
+# write rules as redirections.
 
-# The SQL a line runs: typed into a database shell, or passed to each
-# database client the line runs (a set: a line may run several).
-sql_texts contains input.text if "sql_programs" in input.program_listed
-
-sql_texts contains concat(" ", c.args) if {
-	"sql_programs" in input.shell.listed
-	not "sql_programs" in input.program_listed
-	some c in input.shell.commands
-	c.name in cfg.sql_programs
-}
-
-# The SQL rules add to sql_finding, which finding takes in only for a
-# database shell or a line that runs one: OPA's rule index skips both
-# bodies for any other input, and the SQL rules are never evaluated.
-finding contains f if {
-	"sql_programs" in input.program_listed
-	some f in sql_finding
-}
-
-finding contains f if {
-	"sql_programs" in input.shell.listed
-	some f in sql_finding
-}
-
-# Statements, comments removed, upper-cased.
-sql_statements contains trim_space(s) if {
-	some t in sql_texts
-	no_strings := regex.replace(t, `'([^']|'')*'`, "''")
-	clean_sql := regex.replace(regex.replace(upper(no_strings), `--[^\n]*`, " "), `/\*.*?\*/`, " ")
-	some s in split(clean_sql, ";")
-	trim_space(s) != ""
-}
-
-sql_finding contains {
+finding contains {
 	"rule": "sql.drop_database",
 	"action": "deny",
 	"severity": "critical",
-	"reason": "DROP DATABASE/SCHEMA",
+	"reason": sprintf("drops a database or schema: %s", [sql_text("drop_database")]),
 } if {
-	some s in sql_statements
-	regex.match(`\bDROP\s+(DATABASE|SCHEMA)\b`, s)
+	"drop_database" in input.sql.classes
 }
 
-sql_finding contains {
+finding contains {
 	"rule": "sql.destructive",
 	"action": "confirm",
 	"severity": "high",
-	"reason": sprintf("destructive SQL: %s", [substring(s, 0, 80)]),
+	"reason": sprintf("destructive SQL: %s", [sql_text(k)]),
 } if {
-	some s in sql_statements
-	regex.match(`\b(DROP\s+(TABLE|VIEW|INDEX|USER|ROLE|OWNED)|TRUNCATE)\b`, s)
+	some k in {"drop", "truncate"}
+	k in input.sql.classes
 }
 
-sql_finding contains {
+finding contains {
 	"rule": "sql.unbounded_write",
 	"action": "confirm",
 	"severity": "high",
-	"reason": sprintf("DELETE or UPDATE without WHERE: %s", [substring(s, 0, 80)]),
+	"reason": sprintf("DELETE or UPDATE without WHERE: %s", [sql_text(k)]),
 } if {
-	some s in sql_statements
-	regex.match(`^\s*(WITH\b.*\b)?(DELETE\s+FROM|UPDATE\s+\S+\s+SET)\b`, s)
-	not regex.match(`\bWHERE\b`, s)
+	some k in {"delete_all", "update_all"}
+	k in input.sql.classes
 }
 
-sql_finding contains {
+finding contains {
+	"rule": "sql.privilege",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("grants to everyone or makes a superuser: %s", [sql_text(k)]),
+} if {
+	some k in {"grant_public", "superuser"}
+	k in input.sql.classes
+}
+
+finding contains {
+	"rule": "sql.privilege",
+	"action": "confirm",
+	"severity": "high",
+	"reason": sprintf("grants every privilege: %s", [sql_text("grant_all")]),
+} if {
+	"grant_all" in input.sql.classes
+}
+
+finding contains {
 	"rule": "sql.server_files",
 	"action": "deny",
 	"severity": "high",
-	"reason": "SQL that runs programs or writes server files",
+	"reason": sprintf("SQL that runs programs, loads native code or reads or writes the server's files: %s", [sql_text(k)]),
 } if {
-	some s in sql_statements
-	regex.match(`\b(COPY\s+.*\b(TO|FROM)\s+PROGRAM|INTO\s+(OUT|DUMP)FILE|LOAD_FILE\s*\(|XP_CMDSHELL|ATTACH\s+DATABASE)\b`, s)
+	some k in cfg.sql_server_classes
+	k in input.sql.classes
 }
+
+finding contains {
+	"rule": "sql.attach",
+	"action": "confirm",
+	"severity": "medium",
+	"reason": sprintf("attaches another database file: %s", [sql_text("attach")]),
+} if {
+	"attach" in input.sql.classes
+}
+
+finding contains {
+	"rule": "sql.unjudged",
+	"action": "confirm",
+	"severity": "medium",
+	"reason": sprintf("runs SQL or commands the line does not show (%s)", [sql_text(k)]),
+} if {
+	some k in {"dynamic_sql", "editor", "alter_system", "client_env"}
+	k in input.sql.classes
+}
+
+# sql_text is the first statement of a class, for reasons.
+sql_text(k) := [s.text | some s in input.sql.statements; k in s.classes][0]
 
 # ---- redis ----
 
@@ -108,6 +123,16 @@ redis_finding contains {
 }
 
 redis_finding contains {
+	"rule": "redis.script",
+	"action": "confirm",
+	"severity": "high",
+	"reason": "EVAL, EVALSHA, SCRIPT LOAD or FUNCTION LOAD runs a script inside the server",
+} if {
+	some t in redis_texts
+	regex.match(`(?m)^(\s*-{1,2}[A-Z-]+(\s+[^-\s]\S*)?)*\s*(EVAL|EVALSHA|EVAL_RO|EVALSHA_RO|FCALL|FCALL_RO|SCRIPT\s+LOAD|FUNCTION\s+(LOAD|RESTORE))\b`, t)
+}
+
+redis_finding contains {
 	"rule": "redis.dangerous",
 	"action": "deny",
 	"severity": "high",
@@ -129,11 +154,13 @@ finding contains {
 	regex.match(`\.(dropDatabase|drop)\s*\(|\.(deleteMany|remove)\s*\(\s*\{\s*\}\s*\)`, input.text)
 }
 
-# ---- REPL code that shells out ----
-# The gateway parses the strings code hands to a shell (os.system,
-# subprocess, child_process) into input.shell with embedded = true, so every
-# shell rule above judges them too. A shell-out whose command is built at
-# run time cannot be judged: ask.
+# ---- REPL code the gateway does not analyse ----
+# Python and JavaScript are parsed, Perl, Ruby, awk and PHP one-liners
+# tokenized (policy/code*.go): their calls reach input.code and the shell
+# commands they amount to input.shell (embedded), judged by the rules in
+# code.rego and the shell rules. For a REPL without an analyser (lua, …)
+# the strings handed to a shell are still found; one built at run time
+# cannot be judged: ask.
 
 finding contains {
 	"rule": "repl.dynamic_shell_out",
@@ -142,7 +169,8 @@ finding contains {
 	"reason": "code runs a shell command built at run time",
 } if {
 	"repl_programs" in input.program_listed
-	regex.match(`\b(os\.system|os\.popen|subprocess\.\w+|execSync|child_process)\s*\(\s*[A-Za-z_f]`, input.text)
+	not input.code
+	regex.match(`\b(os\.system|os\.popen|subprocess\.\w+|execSync|child_process|system|popen|shell_exec|passthru)\s*\(\s*[A-Za-z_$]`, input.text)
 	not input.shell.embedded
 }
 

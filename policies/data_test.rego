@@ -1,22 +1,36 @@
 package termgate_test
 
 test_sql if {
-	confirm_by(typed("psql", "DROP TABLE users;"), "sql.destructive")
-	denied_by(typed("psql", "drop database prod;"), "sql.drop_database")
-	confirm_by(typed("mysql", "truncate orders"), "sql.destructive")
-	confirm_by(typed("sqlite3", "DELETE FROM users;"), "sql.unbounded_write")
-	confirm_by(typed("psql", "update users set admin = true"), "sql.unbounded_write")
-	denied_by(typed("psql", "COPY t TO PROGRAM 'id'"), "sql.server_files")
-	allowed(typed("psql", "DELETE FROM users WHERE id = 1;"))
-	allowed(typed("psql", "SELECT 'drop table x' FROM t;"))
-	allowed(typed("psql", "/* DROP TABLE x */ SELECT 1;"))
-	confirm_by(bash([c("psql", ["-c", "DROP TABLE users"])]), "sql.destructive")
+	confirm_by(typed_sql("psql", "DROP TABLE users;", [stmt("DROP TABLE users", "DROP", ["drop"])]), "sql.destructive")
+	denied_by(typed_sql("psql", "drop database prod;", [stmt("drop database prod", "DROP", ["drop_database"])]), "sql.drop_database")
+	confirm_by(typed_sql("mysql", "truncate orders", [stmt("truncate orders", "TRUNCATE", ["truncate"])]), "sql.destructive")
+	confirm_by(typed_sql("sqlite3", "DELETE FROM users;", [stmt("DELETE FROM users", "DELETE", ["delete_all"])]), "sql.unbounded_write")
+	confirm_by(typed_sql("psql", "update users set admin = true", [stmt("update users set admin = true", "UPDATE", ["update_all"])]), "sql.unbounded_write")
+	denied_by(typed_sql("psql", "COPY t TO PROGRAM 'id'", [stmt("COPY t TO PROGRAM 'id'", "COPY", ["copy_program"])]), "sql.server_files")
+	denied_by(typed_sql("psql", "GRANT SELECT ON t TO PUBLIC", [stmt("GRANT SELECT ON t TO PUBLIC", "GRANT", ["grant_public"])]), "sql.privilege")
+	denied_by(typed_sql("psql", "ALTER ROLE bob SUPERUSER", [stmt("ALTER ROLE bob SUPERUSER", "ALTER", ["superuser"])]), "sql.privilege")
+	confirm_by(typed_sql("mysql", "GRANT ALL PRIVILEGES ON *.* TO bob", [stmt("GRANT ALL PRIVILEGES ON *.* TO bob", "GRANT", ["grant_all"])]), "sql.privilege")
+	confirm_by(typed_sql("sqlite3", "ATTACH DATABASE '/tmp/x' AS x", [stmt("ATTACH DATABASE '/tmp/x' AS x", "ATTACH", ["attach"])]), "sql.attach")
+	confirm_by(typed_sql("psql", "\\gexec", [stmt("\\gexec", "\\gexec", ["dynamic_sql"])]), "sql.unjudged")
+	every k in data.termgate.lists.sql_server_classes {
+		denied_by(typed_sql("psql", "x", [stmt("x", "X", [k])]), "sql.server_files")
+	}
+	allowed(typed_sql("psql", "DELETE FROM users WHERE id = 1;", [stmt("DELETE FROM users WHERE id = 1", "DELETE", [])]))
+	allowed(typed_sql("psql", "SELECT 'drop table x' FROM t;", [stmt("SELECT 'drop table x' FROM t", "SELECT", [])]))
+	allowed(typed_sql("psql", "/* DROP TABLE x */ SELECT 1;", [stmt("SELECT 1", "SELECT", [])]))
+	allowed(typed("psql", "DROP TABLE x"))
 }
 
 test_redis if {
 	confirm_by(typed("redis-cli", "FLUSHALL"), "redis.flush")
 	denied_by(typed("redis-cli", "config set dir /root/.ssh"), "redis.dangerous")
 	confirm_by(bash([c("redis-cli", ["flushdb"])]), "redis.flush")
+	confirm_by(typed("redis-cli", "EVAL \"return redis.call('flushall')\" 0"), "redis.script")
+	confirm_by(typed("redis-cli", "function load \"#!lua name=x\""), "redis.script")
+	denied_by(typed("redis-cli", "MODULE LOAD /tmp/x.so"), "redis.dangerous")
+	denied_by(typed("redis-cli", "REPLICAOF 10.0.0.1 6379"), "redis.dangerous")
+	denied_by(typed("redis-cli", "CONFIG SET dbfilename authorized_keys"), "redis.dangerous")
+	allowed(typed("redis-cli", "GET eval"))
 	allowed(typed("redis-cli", "GET k"))
 }
 
@@ -28,9 +42,10 @@ test_mongo if {
 
 test_repl_shell_out if {
 	embedded := object.union(sh([c("rm", ["-rf", "/"])]), {"embedded": true})
-	denied_by(object.union(typed("python3", "os.system('rm -rf /')"), {"shell": embedded}), "fs.rm_protected")
-	confirm_by(typed("python3", "os.system(cmd)"), "repl.dynamic_shell_out")
-	allowed(typed("python3", "print('rm -rf /')"))
+	denied_by(object.union(typed("lua", "os.execute('rm -rf /')"), {"shell": embedded}), "fs.rm_protected")
+	confirm_by(typed("lua", "system(cmd)"), "repl.dynamic_shell_out")
+	allowed(object.union(typed("python3", "os.system(cmd)"), {"code": code_doc([call("os.system", ["$cmd"])], ["os"], {})}))
+	allowed(typed("lua", "print('rm -rf /')"))
 }
 
 start(argv, cwd, env) := with_text(
@@ -122,7 +137,8 @@ test_a_finding_off_the_scale_decides_nothing if {
 # A line that runs several database clients is judged client by client
 # (one text per client, not one text that conflicts).
 test_several_clients_in_one_line if {
-	confirm_by(bash([c("psql", ["-c", "SELECT 1"]), c("psql", ["-c", "DROP TABLE users"])]), "sql.destructive")
+	q := {"sql": sql_doc([stmt("SELECT 1", "SELECT", []), stmt("DROP TABLE users", "DROP", ["drop"])])}
+	confirm_by(object.union(bash([c("psql", ["-c", "SELECT 1"]), c("psql", ["-c", "DROP TABLE users"])]), q), "sql.destructive")
 	allowed(bash([c("psql", ["-c", "SELECT 1"]), c("psql", ["-c", "SELECT 2"])]))
 	confirm_by(bash([c("redis-cli", ["get", "a"]), c("redis-cli", ["flushall"])]), "redis.flush")
 	denied_by(bash([c("redis-cli", ["get", "a"]), c("redis-cli", ["config", "set", "dir", "/root"])]), "redis.dangerous")

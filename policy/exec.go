@@ -14,8 +14,9 @@ import (
 // policy's answer lets it run or fails it with EPERM.
 //
 // The engine judges it with the rules every command of a typed line is
-// judged with: input.shell is built from the argv as ParseArgv builds a
-// start's (wrappers, sh -c strings and find -exec followed), the program
+// judged with: input.shell is built from the argv as a start's is
+// (wrappers, runners, sh -c strings and find -exec followed; the code an
+// interpreter is handed becomes input.code), the program
 // named by input.program (what the executable is, not argv[0]: exec -a x
 // rm is rm; a multi-call binary's applet), and every argument that is the
 // session's home, or below it, written with ~ (rm -rf /home/u is judged
@@ -38,7 +39,8 @@ type Exec struct {
 	// copy of one) or multi-call (argv[0] picks a multi-call binary's
 	// applet).
 	IdentifiedBy string `json:"identified_by,omitempty"`
-	// Home is the session's home directory; not part of the document.
+	// Home is the session's home directory (when empty, gateway.home);
+	// not part of the document.
 	Home string `json:"-"`
 	// Env is the environment the exec passes (NAME=value), when the
 	// gateway read it; not part of the document (values may be secrets).
@@ -54,8 +56,11 @@ type LineCommand struct {
 	Args []string `json:"args"`
 }
 
-// prepareExec builds what the rules read of an exec.
-func (in *Input) prepareExec(p *syntax.Parser) {
+// prepareExec builds what the rules read of an exec: the analysis a
+// start's argv gets (parseArgv, with the bundle's data), from the
+// process's working directory, the code an interpreter is handed
+// adopted as a typed line's is.
+func (in *Input) prepareExec(p *syntax.Parser, data *shellData) {
 	x := in.Exec
 	name := in.Program
 	if name == "" {
@@ -70,20 +75,29 @@ func (in *Input) prepareExec(p *syntax.Parser) {
 	if x.Parents == nil {
 		x.Parents = []string{}
 	}
+	home := x.Home
+	if home == "" && in.Gateway != nil {
+		home = in.Gateway.Home
+	}
+	cwd := ""
+	if strings.HasPrefix(x.Cwd, "/") {
+		cwd = homeRel(path.Clean(x.Cwd), home)
+	}
 	argv := append([]string{name}, x.Argv[min(1, len(x.Argv)):]...)
-	sh := ParseArgv(argv)
+	sh := parseArgv(argv, data, cwd)
 	if len(sh.Commands) > 0 && x.Path != "" {
 		sh.Commands[0].Path = x.Path
 	}
-	homeArgs(&sh, x.Home)
+	homeArgs(&sh, home)
 	in.Shell = &sh
+	in.adoptCode()
 	if in.Text == "" {
 		in.Text = QuoteArgv(x.Argv)
 	}
 	if x.LineConfirmed && x.Line != "" && x.LineCommands == nil {
-		line := parseShell(x.Line, p)
+		line := parseShell(x.Line, p, data, "")
 		expandArgs(&line, x.Env)
-		homeArgs(&line, x.Home)
+		homeArgs(&line, home)
 		x.LineCommands = make([]LineCommand, 0, len(line.Commands))
 		for _, c := range line.Commands {
 			x.LineCommands = append(x.LineCommands, LineCommand{Name: c.Name, Args: c.Args})

@@ -18,9 +18,6 @@ import (
 // the gateway over this socket (SCM_RIGHTS) before its own exec, which is
 // the first one the gateway judges.
 
-// gateFD is the launcher's end of the socket.
-const gateFD = 5
-
 // gateSocket makes the socket: the gateway's end, and the launcher's.
 func gateSocket() (mine, theirs *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -52,6 +49,9 @@ var gateSyscalls = []string{"execve", "execveat"}
 // exec as a second request while the first is being judged (or a human
 // asked).
 func gateExecs(s Spec) error {
+	if s.GateFD < 5 {
+		return fmt.Errorf("exec gate: no socket for the listener (descriptor %d)", s.GateFD)
+	}
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
 		return fmt.Errorf("exec gate: %v", err)
@@ -78,11 +78,11 @@ func gateExecs(s Spec) error {
 	if err != nil {
 		return fmt.Errorf("exec gate: loading the filter: %v", err)
 	}
-	if err := unix.Sendmsg(gateFD, []byte{'g'}, unix.UnixRights(fd), nil, 0); err != nil {
+	if err := unix.Sendmsg(s.GateFD, []byte{'g'}, unix.UnixRights(fd), nil, 0); err != nil {
 		return fmt.Errorf("exec gate: handing the listener to the gateway: %v", err)
 	}
 	unix.Close(fd)
-	unix.Close(gateFD)
+	unix.Close(s.GateFD)
 	return nil
 }
 

@@ -34,6 +34,12 @@ type Status struct {
 	// ExecGate is the exec gate's mode ("enforce", "audit") when every
 	// exec of the launch is judged, else "".
 	ExecGate string `json:"exec_gate,omitempty"`
+	// Network says how the session reaches the network ("" for none, or
+	// a profile's tcp or any); PrivateShm that its /dev/shm is its own;
+	// MemoryLimit the bytes its memory cgroup allows (0: none).
+	Network     string `json:"network,omitempty"`
+	PrivateShm  bool   `json:"private_shm,omitempty"`
+	MemoryLimit int64  `json:"memory_limit,omitempty"`
 }
 
 func (s Status) String() string {
@@ -53,6 +59,15 @@ func (s Status) String() string {
 	}
 	if s.Cgroup {
 		parts = append(parts, "pids cgroup")
+	}
+	if s.MemoryLimit > 0 {
+		parts = append(parts, fmt.Sprintf("memory %d MiB", s.MemoryLimit>>20))
+	}
+	if s.PrivateShm {
+		parts = append(parts, "private /dev/shm")
+	}
+	if s.Network != "" {
+		parts = append(parts, "network "+s.Network)
 	}
 	if s.ExecGate != "" {
 		parts = append(parts, "exec gate "+s.ExecGate)
@@ -79,57 +94,78 @@ func (s Status) notEnforced(sep string) string {
 func IsLauncher() bool { return len(os.Args) > 1 && os.Args[1] == LaunchArg }
 
 // launcher is a launcher process being readied and started: the ends of
-// its status pipe and of the exec gate's socket the gateway keeps.
+// its status pipe, of the exec gate's socket and of the egress channel
+// the gateway keeps.
 type launcher struct {
 	status *os.File // reads the launcher's status: closes empty on exec
 	gate   *os.File // receives the exec gate's listener, or nil
+	// The egress proxy of a proxy launch, the gateway's end of the
+	// socket its listeners come over (nil without a network namespace),
+	// and what each listener is (see EgressSession.serve).
+	egress  *EgressSession
+	channel *os.File
+	kinds   []string
 }
 
 // prepare sets cmd up to run spec's program through the launcher: cmd's
 // path becomes this executable, the spec goes on fd 3, a status pipe on
-// fd 4 and, with the exec gate, a socket on fd 5.
+// fd 4, then the egress channel of a proxy launch and the exec gate's
+// socket, each on the descriptor the spec names (Isolate.FD, GateFD).
 func prepare(cmd *exec.Cmd, spec Spec) (*launcher, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: finding termgate's own executable: %w", err)
 	}
-	b, err := json.Marshal(spec)
+	l := &launcher{egress: spec.Egress}
+	var extra []*os.File // the launcher's ends beyond fd 4, in descriptor order
+	fail := func(err error) (*launcher, error) {
+		for _, f := range extra {
+			f.Close()
+		}
+		l.close()
+		return nil, err
+	}
+	channel, theirs, err := egressChannel(&spec, 5)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > 60<<10 {
-		return nil, errors.New("sandbox: the spec is too large")
+	if theirs != nil {
+		l.channel, l.kinds = channel, spec.Isolate.Listen
+		extra = append(extra, theirs) // fd 5, as the spec says
+	}
+	if spec.ExecGate {
+		mine, theirs, err := gateSocket()
+		if err != nil {
+			return fail(err)
+		}
+		l.gate = mine
+		spec.GateFD = 5 + len(extra)
+		extra = append(extra, theirs)
+	}
+	b, err := json.Marshal(spec)
+	if err == nil && len(b) > 60<<10 {
+		err = errors.New("sandbox: the spec is too large")
+	}
+	if err != nil {
+		return fail(err)
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		specR.Close()
 		specW.Close()
-		return nil, err
+		return fail(err)
 	}
+	l.status = statusR
 	_, err = specW.Write(b) // fits in the pipe's buffer
 	specW.Close()
 	if err != nil {
 		specR.Close()
-		statusR.Close()
 		statusW.Close()
-		return nil, err
-	}
-	l := &launcher{status: statusR}
-	files := []*os.File{specR, statusW}
-	if spec.ExecGate {
-		mine, theirs, err := gateSocket()
-		if err != nil {
-			specR.Close()
-			statusR.Close()
-			statusW.Close()
-			return nil, err
-		}
-		l.gate = mine
-		files = append(files, theirs)
+		return fail(err)
 	}
 	cmd.Path = self
 	cmd.Args = []string{"termgate-launch", LaunchArg}
@@ -138,7 +174,7 @@ func prepare(cmd *exec.Cmd, spec Spec) (*launcher, error) {
 	// asynchronous preemption, whose SIGURG would interrupt its exec
 	// while the gateway judges it.
 	cmd.Env = []string{"GODEBUG=asyncpreemptoff=1"}
-	cmd.ExtraFiles = files
+	cmd.ExtraFiles = append([]*os.File{specR, statusW}, extra...)
 	return l, nil
 }
 
@@ -153,15 +189,21 @@ func (l *launcher) closeChildEnds(cmd *exec.Cmd) {
 
 // close releases the gateway's ends.
 func (l *launcher) close() {
-	l.status.Close()
+	if l.status != nil {
+		l.status.Close()
+	}
 	if l.gate != nil {
 		l.gate.Close()
+	}
+	if l.channel != nil {
+		l.channel.Close()
 	}
 }
 
 // started waits for the launcher to exec the program or fail: the status
-// pipe closes empty on exec, or carries the reason.
-func (l *launcher) started() error {
+// pipe closes empty on exec, or carries the reason. Then a proxy launch's
+// egress proxy serves the listeners the launcher sent.
+func (l *launcher) started(cmd *exec.Cmd) error {
 	msg, err := io.ReadAll(l.status)
 	if err != nil {
 		return fmt.Errorf("sandbox: reading the launcher's status: %w", err)
@@ -169,7 +211,7 @@ func (l *launcher) started() error {
 	if len(msg) > 0 {
 		return fmt.Errorf("sandbox: %s", msg)
 	}
-	return nil
+	return l.startEgress(cmd)
 }
 
 // Main is the launcher: it confines itself as the spec on fd 3 says, then
@@ -214,8 +256,9 @@ func Main() {
 	}
 }
 
-// confine applies the spec to this process: directory, cgroup, limits,
-// identity, capabilities, no_new_privs, Landlock, and seccomp last.
+// confine applies the spec to this process: directory, cgroup,
+// namespaces, limits, identity, capabilities, no_new_privs, Landlock, and
+// seccomp last.
 //
 // The working directory and every granted path are opened first, as
 // root, without following any link (magic links of /proc included), and
@@ -247,6 +290,11 @@ func confine(s Spec) error {
 		if err := os.WriteFile(procs, []byte(pid), 0); err != nil {
 			return fmt.Errorf("joining the session's cgroup: %v", err)
 		}
+	}
+	// Namespaces (a private /dev/shm, the session's own network) while
+	// this process still holds the capabilities to make them.
+	if opened, err = isolate(s, opened); err != nil {
+		return err
 	}
 	lim := []struct {
 		res int

@@ -63,7 +63,8 @@ func launch(t *testing.T, s Spec, swap func()) (string, error) {
 }
 
 // launchRaw runs spec through the launcher as it is, without Start's
-// Attach: what the launcher itself does with a spec it is handed.
+// Attach: what the launcher itself does with a spec it is handed (or
+// one the test attached itself, to look at its status and cgroup).
 func launchRaw(t *testing.T, s Spec) (string, error) {
 	t.Helper()
 	cmd := exec.Command("/bin/false")
@@ -78,7 +79,7 @@ func launchRaw(t *testing.T, s Spec) (string, error) {
 		t.Fatal(err)
 	}
 	ln.closeChildEnds(cmd)
-	err = ln.started()
+	err = ln.started(cmd)
 	werr := cmd.Wait()
 	if err == nil && werr != nil {
 		err = fmt.Errorf("the program failed: %v: %s", werr, out.String())

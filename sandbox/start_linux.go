@@ -10,13 +10,17 @@ import (
 
 // Options are what one launch needs besides its spec.
 type Options struct {
-	// Name names the launch's cgroup (termgate/<name>): unique among the
-	// gateway's live launches.
+	// Name names the launch's cgroup (termgate/<owner>/<name>, see
+	// NewCgroup): unique among the gateway's live launches.
 	Name string
 	// Tmp is the launch's private temporary directory (its TMPDIR, which
-	// it may write), owned by the caller. Empty: the launch makes one and
-	// removes it at End.
+	// it may write), owned by the caller. Empty: the launch makes one,
+	// tagged with this gateway (TempPattern(TmpKind), so that a sweep
+	// finds it if the gateway dies), and removes it at End.
 	Tmp string
+	// TmpKind is the kind of the tmp the launch makes: "exec", or "run"
+	// (also when empty).
+	TmpKind string
 	// Judge, when set, gates every exec of the launch's processes: each
 	// is held in the kernel until the judge answers (the exec gate).
 	Judge ExecJudge
@@ -57,8 +61,15 @@ func Start(cmd *exec.Cmd, spec Spec, o Options, start func() error) (*Launch, er
 	l := &Launch{}
 	tmp := o.Tmp
 	if tmp == "" && !spec.Unconfined {
+		kind := o.TmpKind
+		if kind == "" {
+			kind = "run"
+		}
+		if kind != "exec" && kind != "run" {
+			return nil, fmt.Errorf("sandbox: a launch's tmp of kind %q would never be swept", kind)
+		}
 		var err error
-		if tmp, err = os.MkdirTemp("", "termgate-tmp-"); err != nil {
+		if tmp, err = os.MkdirTemp("", TempPattern(kind)); err != nil {
 			return nil, fmt.Errorf("sandbox: the launch's tmp: %w", err)
 		}
 		l.tmp = tmp
@@ -96,6 +107,10 @@ func Start(cmd *exec.Cmd, spec Spec, o Options, start func() error) (*Launch, er
 	defer ln.close()
 	if err := start(); err != nil {
 		ln.closeChildEnds(cmd)
+		if cmd.Process != nil { // started, then failed (a PTY's setup)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
 		l.End()
 		return nil, fmt.Errorf("starting %s: %w", spec.Argv[0], err)
 	}
@@ -110,7 +125,7 @@ func Start(cmd *exec.Cmd, spec Spec, o Options, start func() error) (*Launch, er
 		fd, gerr := receiveListener(ln.gate)
 		if gerr != nil {
 			// The launcher failed before it got as far: its status says why.
-			if serr := ln.started(); serr != nil {
+			if serr := ln.started(cmd); serr != nil {
 				return fail(serr)
 			}
 			return fail(gerr)
@@ -121,7 +136,7 @@ func Start(cmd *exec.Cmd, spec Spec, o Options, start func() error) (*Launch, er
 		}
 		l.sup = sup
 	}
-	if err := ln.started(); err != nil {
+	if err := ln.started(cmd); err != nil {
 		return fail(err)
 	}
 	return l, nil

@@ -67,7 +67,7 @@ func Exec(ctx context.Context, argv []string, dir string, env []string, limit ti
 		spec := *sb
 		spec.Argv, spec.Env, spec.Dir = argv, env, dir
 		id := "exec-" + newID()
-		o := sandbox.Options{Name: id}
+		o := sandbox.Options{Name: id, TmpKind: "exec"}
 		if gate != nil {
 			o.Judge, o.GateMode, o.GateBestEffort, o.Programs = gate.Judge(id), gate.Mode, gate.BestEffort, gate.Programs
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -53,6 +54,10 @@ type Manager struct {
 	reaped chan struct{}
 	// OnIdleClose, if set, is called after the reaper closes a session.
 	onIdle func(*Session)
+	// onPanic is told about panics recovered in session goroutines.
+	onPanic PanicFunc
+	// onForget is told the id of each session the manager drops.
+	onForget func(id string)
 }
 
 // NewManager returns a manager with the given limits (zero fields take the
@@ -119,6 +124,9 @@ func (m *Manager) Start(spec Spec) (*Session, error) {
 		return nil, fmt.Errorf("%w: %d live sessions, the limit is %d (close one, or raise --max-sessions)", ErrTooManySessions, live, m.limits.MaxSessions)
 	}
 	id := newID()
+	if spec.OnPanic == nil {
+		spec.OnPanic = m.onPanic
+	}
 	m.mu.Unlock()
 
 	s, err := start(id, spec)
@@ -155,9 +163,13 @@ func (m *Manager) dropOldExited() {
 			m.removeLocked(s.id)
 		}
 	}
+	forget := m.onForget
 	m.mu.Unlock()
 	for _, s := range drop {
 		_ = s.Close(context.Background(), m.limits.CloseGrace)
+		if forget != nil {
+			forget(s.id)
+		}
 	}
 }
 
@@ -280,20 +292,59 @@ func (m *Manager) reapIdle() {
 			return
 		case <-t.C:
 		}
-		var idle []*Session
-		m.mu.Lock()
-		for _, s := range m.sessions {
-			if !s.Closed() && s.Idle() >= m.limits.IdleTimeout {
-				idle = append(idle, s)
-			}
+		m.reapOnce()
+	}
+}
+
+// reapOnce closes the sessions idle for too long. A panic here is
+// reported and the reaper goes on.
+func (m *Manager) reapOnce() {
+	defer func() {
+		if v := recover(); v != nil {
+			m.mu.Lock()
+			f := m.onPanic
+			m.mu.Unlock()
+			reportPanic(f, "", "idle reaper", v, debug.Stack())
 		}
-		m.mu.Unlock()
-		sort.Slice(idle, func(i, j int) bool { return idle[i].started.Before(idle[j].started) })
-		for _, s := range idle {
-			_ = s.Close(context.Background(), m.limits.CloseGrace)
-			if m.onIdle != nil {
-				m.onIdle(s)
-			}
+	}()
+	for _, s := range m.idle() {
+		_ = s.Close(context.Background(), m.limits.CloseGrace)
+		if m.onIdle != nil {
+			m.onIdle(s)
 		}
 	}
+}
+
+// idle returns the sessions past their idle timeout, oldest first.
+func (m *Manager) idle() []*Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var idle []*Session
+	for _, s := range m.sessions {
+		if !s.Closed() && s.Idle() >= m.limits.IdleTimeout {
+			idle = append(idle, s)
+		}
+	}
+	sort.Slice(idle, func(i, j int) bool { return idle[i].started.Before(idle[j].started) })
+	return idle
+}
+
+// OnPanic sets the handler told about panics recovered in the goroutines
+// of sessions started from now on that have none of their own (see
+// Spec.OnPanic), and in the manager's own. Nil restores the default: the
+// slog default logger.
+func (m *Manager) OnPanic(f PanicFunc) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onPanic = f
+}
+
+// OnForget sets a function told the id of each session the manager drops
+// (an exited or closed session pushed out by MaxExited newer ones), so that
+// what the caller keeps per session (a recording's tap, an unfinished
+// line) can go with it. Nil: none.
+func (m *Manager) OnForget(f func(id string)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onForget = f
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,13 +97,52 @@ func signalTree(sid int, sig syscall.Signal) int {
 }
 
 // foreground returns the foreground process group of the terminal whose
-// master is fd and the name of its leader ("" when unknown).
+// master is fd and the name of its program ("" when unknown): its leader's,
+// or, when the leader has exited (the first command of a pipeline, such as
+// cat in cat f | less), the newest live member's.
 func foreground(fd uintptr) (int, string) {
 	pgid, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
 	if err != nil || pgid <= 0 {
 		return 0, ""
 	}
-	return pgid, procName(pgid)
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pgid) + "/cmdline"); err == nil && len(b) > 0 {
+		return pgid, nameOf(b) // a zombie's command line is empty
+	}
+	if live(pgid) {
+		return pgid, procName(pgid) // a kernel thread's is too
+	}
+	members := groupMembers(pgid)
+	if len(members) == 0 {
+		return pgid, ""
+	}
+	return pgid, procName(members[len(members)-1])
+}
+
+// live reports whether a process exists and is not a zombie.
+func live(pid int) bool {
+	st, ok := readStat(pid)
+	return ok && st.state != 'Z' && st.state != 'X'
+}
+
+// groupMembers returns the live processes of a process group, oldest pid
+// first.
+func groupMembers(pgid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(pid); ok && st.pgrp == pgid && st.state != 'Z' && st.state != 'X' {
+			out = append(out, pid)
+		}
+	}
+	sort.Ints(out)
+	return out
 }
 
 // procName returns a process's program name: the base name of its
@@ -110,9 +150,8 @@ func foreground(fd uintptr) (int, string) {
 // pyenv shims better than comm, falling back to comm.
 func procName(pid int) string {
 	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && len(b) > 0 {
-		arg0, _, _ := bytes.Cut(b, []byte{0})
-		if name := filepath.Base(string(arg0)); name != "" && name != "." {
-			return strings.TrimPrefix(name, "-") // login shells are "-bash"
+		if name := nameOf(b); name != "" {
+			return name
 		}
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
@@ -120,6 +159,16 @@ func procName(pid int) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// nameOf returns the program name in a /proc/PID/cmdline: the base of
+// argv[0], "" when there is none.
+func nameOf(cmdline []byte) string {
+	arg0, _, _ := bytes.Cut(cmdline, []byte{0})
+	if name := filepath.Base(string(arg0)); name != "" && name != "." {
+		return strings.TrimPrefix(name, "-") // login shells are "-bash"
+	}
+	return ""
 }
 
 // echoOff reports whether the terminal is reading a line with echo off: a
@@ -148,12 +197,22 @@ func inputPending(fd uintptr) (int, error) {
 	return unix.IoctlGetInt(slave, unix.TIOCINQ)
 }
 
-// asleep reports whether every process of a process group is blocked
-// (state S): none of them is still working on the input it read.
+// asleep reports whether a process group is blocked (state S): none of
+// its processes is still working on the input it read. The leader stands
+// for the group; when it has exited (a pipeline's first command), every
+// live member is looked at.
 func asleep(pgid int) bool {
 	if pgid <= 0 {
 		return false
 	}
-	st, ok := readStat(pgid)
-	return ok && st.state == 'S'
+	if st, ok := readStat(pgid); ok && st.state != 'Z' && st.state != 'X' {
+		return st.state == 'S'
+	}
+	members := groupMembers(pgid)
+	for _, pid := range members {
+		if st, ok := readStat(pid); !ok || st.state != 'S' {
+			return false
+		}
+	}
+	return len(members) > 0
 }

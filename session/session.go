@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/termgate/termgate/redact"
 	"github.com/termgate/termgate/sandbox"
@@ -65,6 +66,14 @@ type Spec struct {
 	// the session's private directory is added to what it may write, and
 	// is its TMPDIR.
 	Sandbox *sandbox.Spec
+	// OutputLogMax bounds the session's output log, its whole history on
+	// disk (see Session.ReadLog): DefaultOutputLogMax when 0, none when
+	// negative.
+	OutputLogMax int64
+	// OnPanic, when set, is told about a panic recovered in one of the
+	// session's goroutines (with its stack); when nil, the Manager's
+	// handler is used, or the default slog logger.
+	OnPanic PanicFunc
 	// ExecGate, when set, holds every exec of the session's processes
 	// until its judge answers (with or without Sandbox).
 	ExecGate *ExecGate
@@ -118,7 +127,12 @@ type Result struct {
 	Prompt     string // the prompt the program is showing, if known
 	Screen     bool   // Output is the rendered screen of a full-screen program
 	LostLines  int64  // lines that scrolled past the scrollback before they could be read
+	OutputRows        // where Output sits in the session's history
 	Continued  bool   // the shell is waiting for the rest of an unfinished command
+	// Earlier counts lines of output that belong to an earlier command (one
+	// still running when this input was typed): they are not in Output,
+	// which says so in a note, and the next session_read returns them.
+	Earlier int
 }
 
 // Status is a snapshot of a session.
@@ -162,10 +176,23 @@ type Session struct {
 	stdin   *os.File // pipe mode
 	out     *os.File // what the reader reads
 	privDir string   // generated rc files, history; removed on close
+	outlog  *outputLog
 
 	integration bool
 
-	writeMu sync.Mutex // serialises writes to the terminal
+	// turn is held by the one call (send, keys, new read, start) in
+	// flight; see acquire.
+	turn chan struct{}
+	// wsem is held by the one write in flight; see write.
+	wsem chan struct{}
+	// closing is closed when Close begins: waiting and blocked writes
+	// fail at once.
+	closing     chan struct{}
+	closingOnce sync.Once
+	// replyKick wakes replyLoop, which writes the queued terminal
+	// replies; replyDone is closed when it returns.
+	replyKick chan struct{}
+	replyDone chan struct{}
 
 	mu         sync.Mutex
 	changed    chan struct{} // closed and replaced on every change
@@ -174,6 +201,7 @@ type Session struct {
 	bytesOut   int64
 	lastOutput time.Time // when output last reached the screen
 	lastRead   time.Time // when the program last wrote (before any redaction hold)
+	unshown    bool      // the reader holds output the screen has not seen yet
 	stream     *redact.Stream
 	tap        Tap
 	launched   *sandbox.Launch // how the program was started confined, or nil
@@ -182,8 +210,16 @@ type Session struct {
 	started    time.Time
 	running    time.Time // when the program itself began (after the launcher's exec)
 	readPos    Pos       // where the next "new" read starts
+	backlog    []string  // earlier output an input's result left out, for the next read
 	pending    *pending
-	learned    string // prompt learned at start
+	turnOp     string    // the call holding the turn
+	turnAt     time.Time // since when
+	replies    []byte    // terminal replies waiting for replyLoop
+	broken     error     // set when one of the session's goroutines failed
+	scanCost   int64     // bytes the last wait_for scanned, all scans together
+	frozen     *frozen   // what a closed session keeps of its screen (frozen.go)
+	learned    string    // prompt learned at start
+	ready      bool      // the wait for the first prompt is over
 	exited     bool
 	exitCode   int
 	signal     string
@@ -195,16 +231,6 @@ type Session struct {
 	closeErr  error
 }
 
-// pending is the command whose completion a send is (or was) waiting for.
-type pending struct {
-	markSeq int64    // marks newer than this belong to the command
-	start   Pos      // cursor when the input was sent
-	input   []string // the lines sent, for echo removal
-	at      time.Time
-	startup bool // waiting for a new session's first prompt
-	idle    bool // a read waiting for output when no command was running
-}
-
 func start(id string, spec Spec) (*Session, error) {
 	s := &Session{
 		id:         id,
@@ -213,8 +239,13 @@ func start(id string, spec Spec) (*Session, error) {
 		started:    time.Now(),
 		readerDone: make(chan struct{}),
 		waitDone:   make(chan struct{}),
+		turn:       make(chan struct{}, 1),
+		wsem:       make(chan struct{}, 1),
+		closing:    make(chan struct{}),
+		replyKick:  make(chan struct{}, 1),
+		replyDone:  make(chan struct{}),
 	}
-	dir, err := os.MkdirTemp("", "termgate-session-")
+	dir, err := os.MkdirTemp("", sandbox.TempPattern("session"))
 	if err != nil {
 		return nil, fmt.Errorf("creating session directory: %w", err)
 	}
@@ -249,6 +280,10 @@ func start(id string, spec Spec) (*Session, error) {
 	// session leader gets SIGKILL rather than living on.
 	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	s.screen = NewScreen(spec.Rows, spec.Cols, spec.Scrollback, s.reply)
+	if err := s.openOutputLog(); err != nil {
+		s.cleanupFailed(nil)
+		return nil, err
+	}
 	var begin func() error // starts cmd: directly, or as the launcher
 	var undo func()        // closes what begin opened, when the start fails
 	switch spec.Mode {
@@ -258,6 +293,9 @@ func start(id string, spec Spec) (*Session, error) {
 		begin = func() error {
 			f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Rows: uint16(spec.Rows), Cols: uint16(spec.Cols)}, attr)
 			if err != nil {
+				return err
+			}
+			if f, err = pollable(f); err != nil {
 				return err
 			}
 			s.pty, s.out = f, f
@@ -272,14 +310,14 @@ func start(id string, spec Spec) (*Session, error) {
 		cmd.SysProcAttr = attr
 		inR, inW, err := os.Pipe()
 		if err != nil {
-			os.RemoveAll(dir)
+			s.cleanupFailed(nil)
 			return nil, fmt.Errorf("creating pipe: %w", err)
 		}
 		outR, outW, err := os.Pipe()
 		if err != nil {
 			inR.Close()
 			inW.Close()
-			os.RemoveAll(dir)
+			s.cleanupFailed(nil)
 			return nil, fmt.Errorf("creating pipe: %w", err)
 		}
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, outW
@@ -297,12 +335,12 @@ func start(id string, spec Spec) (*Session, error) {
 			outR.Close()
 		}
 	default:
-		os.RemoveAll(dir)
+		s.cleanupFailed(nil)
 		return nil, fmt.Errorf("unknown mode %q", spec.Mode)
 	}
 	if err := s.launch(cmd, argv, env, begin); err != nil {
 		undo()
-		os.RemoveAll(dir)
+		s.cleanupFailed(cmd)
 		return nil, err
 	}
 	s.cmd = cmd
@@ -317,6 +355,11 @@ func start(id string, spec Spec) (*Session, error) {
 	}
 	go s.readLoop()
 	go s.waitLoop()
+	if s.pty != nil {
+		go s.replyLoop()
+	} else {
+		close(s.replyDone)
+	}
 	return s, nil
 }
 
@@ -357,6 +400,19 @@ func (s *Session) launch(cmd *exec.Cmd, argv, env []string, begin func() error) 
 	return nil
 }
 
+// cleanupFailed undoes a start that did not happen: a process begun is
+// killed and waited for (a launch that failed has already released its
+// cgroup, tmp and gate), the output log closed, the private directory
+// removed.
+func (s *Session) cleanupFailed(cmd *exec.Cmd) {
+	if cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	s.closeOutputLog()
+	os.RemoveAll(s.privDir)
+}
+
 // Sandbox says how the session is confined.
 func (s *Session) Sandbox() sandbox.Status { return s.sandbox }
 
@@ -369,34 +425,37 @@ func (s *Session) Name() string { return s.spec.Name }
 // Pid returns the session leader's process id.
 func (s *Session) Pid() int { return s.cmd.Process.Pid }
 
-// reply answers a terminal query. It runs on the reader goroutine with s.mu
-// held, so it must not block: the write happens on its own goroutine.
-func (s *Session) reply(b []byte) {
-	if s.pty == nil {
+// show puts output on the screen; with a redactor it runs on the
+// redactor's schedule (at once, or after it held a trailing token), on the
+// redactor's goroutine: a panic here is recovered as the reader's would be.
+func (s *Session) show(b []byte) {
+	defer s.recoverIn("output")
+	// Rows the screen buffered for the output log go to disk after s.mu
+	// is let go (defers run last first).
+	defer s.flushOutputLog()
+	s.mu.Lock()
+	tap, broken := s.tap, s.broken != nil
+	s.mu.Unlock()
+	if broken {
 		return
 	}
-	go func() {
-		s.writeMu.Lock()
-		defer s.writeMu.Unlock()
-		_, _ = s.pty.Write(b)
-	}()
-}
-
-// show puts output on the screen; with a redactor it runs on the
-// redactor's schedule (at once, or after it held a trailing token).
-func (s *Session) show(b []byte) {
-	if s.tap != nil {
-		s.tap.Output(b)
+	if tap != nil {
+		tap.Output(b)
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.frozen != nil || s.broken != nil {
+		return
+	}
 	s.screen.Write(b)
 	s.lastOutput = time.Now()
+	s.unshown = false // what the reader read is on the screen (or held by the redactor)
 	s.notifyLocked()
-	s.mu.Unlock()
 }
 
 func (s *Session) readLoop() {
 	defer close(s.readerDone)
+	defer s.recoverIn("reader")
 	buf := make([]byte, 16<<10)
 	pipe := s.spec.Mode == ModePipe
 	stream := s.stream
@@ -413,12 +472,16 @@ func (s *Session) readLoop() {
 			s.mu.Lock()
 			s.bytesOut += int64(n)
 			s.lastRead = time.Now()
+			s.unshown = true
 			s.mu.Unlock()
 			if stream != nil {
 				stream.Write(b)
 			} else {
 				s.show(b)
 			}
+			s.mu.Lock()
+			s.unshown = false
+			s.mu.Unlock()
 		}
 		if err != nil {
 			return // EOF, or EIO once every holder of the PTY's other end is gone
@@ -443,6 +506,7 @@ func toCRLF(b []byte) []byte {
 
 func (s *Session) waitLoop() {
 	defer close(s.waitDone)
+	defer s.recoverIn("waiter")
 	err := s.cmd.Wait()
 	code, sig := 0, ""
 	var ee *exec.ExitError
@@ -507,38 +571,90 @@ func (s *Session) notifyLocked() {
 }
 
 // Write sends raw bytes to the program. Callers put every input through the
-// gateway's gate first; this is the only place bytes reach the terminal.
+// gateway's gate first; this is the only place bytes reach the terminal. It
+// gives up after defaultWriteTimeout when the program does not read.
 func (s *Session) Write(p []byte) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return ErrClosed
+	return s.write(context.Background(), p, time.Time{}, true)
+}
+
+// callDeadline is when a call's wait ends: its timeout bounds the whole
+// call, waiting for the session's turn included.
+func callDeadline(o WaitOpts) time.Time {
+	if o.NoWait {
+		return time.Time{}
 	}
-	if s.exited {
-		s.mu.Unlock()
-		return ErrExited
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
 	}
-	s.lastInput = time.Now()
-	s.bytesIn += int64(len(p))
-	s.mu.Unlock()
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	w := s.pty
-	if w == nil {
-		w = s.stdin
+	return time.Now().Add(o.Timeout)
+}
+
+// newPendingLocked makes the pending input of a call that is about to type.
+// Output no call has returned yet (an earlier command's, still running, or
+// printed after its call returned) is not this input's: it is kept for the
+// next read, and the result says so.
+func (s *Session) newPendingLocked(op string) *pending {
+	cur := s.screen.CursorPos()
+	p := &pending{op: op, markSeq: s.screen.MarkSeq(), start: cur, at: time.Now()}
+	p.lastSeq, p.lastAt = p.markSeq, cur
+	if s.screen.AltScreen() {
+		p.alt, p.resume = true, s.screen.MainResumePos()
+	} else if s.readPos.Before(cur) && s.readPos.Line >= s.screen.FirstLine() {
+		if t, _ := s.screen.Text(s.readPos, cur); strings.TrimSpace(t) != "" {
+			t = strings.TrimRight(t, "\n")
+			s.backlog = appendBacklog(s.backlog, t)
+			p.earlier = strings.Count(t, "\n") + 1
+		}
 	}
-	if s.tap != nil {
-		s.tap.Input(p, s.pty != nil && echoOff(s.pty.Fd()))
+	if s.commandRunning() {
+		p.owed = 1
 	}
-	if _, err := w.Write(p); err != nil {
-		return fmt.Errorf("writing to session: %w", err)
+	if prev := s.pending; prev != nil && !prev.idle && !prev.startup || !p.alt && s.busyREPLLocked() {
+		// The last input's call ended before the input did (a timeout, a
+		// cancel, a wait_for match), or a REPL is not at its prompt: this
+		// input is typed ahead of what still runs.
+		p.ahead, p.afterRunning = true, true
 	}
-	return nil
+	s.pending = p
+	s.readPos = cur
+	return p
+}
+
+// busyREPLLocked reports whether the foreground program is one whose
+// prompt termgate knows (or learned) and the cursor is not at it.
+func (s *Session) busyREPLLocked() bool {
+	if s.spec.Mode != ModePTY || s.atShellPrompt() {
+		return false // the session's shell reads at its prompt: no REPL is in front
+	}
+	program := s.programLocked()
+	fam := familyOf(program)
+	if fam == nil && (s.learned == "" || s.integration) {
+		return false
+	}
+	line := s.screen.LineText()
+	return !(fam != nil && fam.prompt.MatchString(line) || s.learned != "" && line == s.learned)
 }
 
 // Send types text (followed by Enter when enter is set) and waits for it to
-// complete. Newlines in text are typed as Enter in a PTY.
+// complete. Newlines in text are typed as Enter in a PTY, one line at a
+// time: each once the program has taken the one before. The result covers
+// every line typed: it ends when the program is back at its prompt after
+// the last one, and holds what each line printed, without their echo or the
+// prompts (continuation prompts too) they were typed at.
+//
+// One call runs at a time on a session: Send waits for a call in flight
+// until its own timeout, then fails with a BusyError, having typed nothing.
 func (s *Session) Send(ctx context.Context, text string, enter bool, o WaitOpts) (Result, error) {
+	deadline := callDeadline(o)
+	release, err := s.acquire(ctx, opSend, deadline)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release()
+	banner, err := s.awaitReady(ctx, o, deadline)
+	if err != nil {
+		return Result{}, err
+	}
 	var b []byte
 	if s.spec.Mode == ModePTY {
 		b = []byte(strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\r"), "\n", "\r"))
@@ -553,76 +669,140 @@ func (s *Session) Send(ctx context.Context, text string, enter bool, o WaitOpts)
 	}
 	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
 	s.mu.Lock()
-	s.pending = &pending{markSeq: s.screen.MarkSeq(), start: s.screen.CursorPos(), input: lines, at: time.Now()}
-	s.readPos = s.pending.start
+	p := s.newPendingLocked(opSend)
+	p.input, p.earlier = lines, p.earlier+banner
 	s.mu.Unlock()
-	if err := s.writeGated(ctx, b, o); err != nil {
+	if err := s.typeInput(ctx, p, b, o, deadline); err != nil {
+		s.abandon(p)
 		return Result{}, err
 	}
-	return s.wait(ctx, o, true)
+	return s.wait(ctx, o, true, deadline)
 }
 
-// SendKeys presses keys and waits for the terminal to settle.
+// SendKeys presses keys and waits for the terminal to settle. It takes the
+// session's turn as Send does.
 func (s *Session) SendKeys(ctx context.Context, keys []Key, o WaitOpts) (Result, error) {
+	deadline := callDeadline(o)
+	release, err := s.acquire(ctx, opKeys, deadline)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release()
+	banner, err := s.awaitReady(ctx, o, deadline)
+	if err != nil {
+		return Result{}, err
+	}
 	s.mu.Lock()
 	m := KeyModes{AppCursor: s.screen.AppCursor(), AppKeypad: s.screen.AppKeypad()}
-	s.pending = &pending{markSeq: s.screen.MarkSeq(), start: s.screen.CursorPos(), at: time.Now()}
-	s.readPos = s.pending.start
+	p := s.newPendingLocked(opKeys)
+	p.keys, p.earlier = true, p.earlier+banner
 	s.mu.Unlock()
 	var b []byte
 	for _, k := range keys {
 		b = append(b, k.Bytes(m)...)
 	}
-	if err := s.writeGated(ctx, b, o); err != nil {
+	if err := s.typeInput(ctx, p, b, o, deadline); err != nil {
+		s.abandon(p)
 		return Result{}, err
 	}
-	return s.wait(ctx, o, true)
+	return s.wait(ctx, o, true, deadline)
 }
 
-// writeGated writes input, stopping at each Enter to ask o.Judge about the
-// line the terminal shows, in a PTY. Plain text typed at an empty prompt
-// that is one of o.Approved needs no second look: it cannot show anything
-// but itself.
-func (s *Session) writeGated(ctx context.Context, b []byte, o WaitOpts) error {
-	if o.Judge == nil || s.spec.Mode != ModePTY {
-		return s.Write(b)
+// abandon forgets an input whose typing failed (refused at Enter, or not
+// taken in) before any of its lines ran: its typed text was cleared, so
+// nothing it left on the screen is output. When some lines did run, their
+// output stays for the next read.
+func (s *Session) abandon(p *pending) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending != p || p.enters > 0 {
+		return
 	}
+	s.pending = nil
+	s.readPos = s.screen.CursorPos()
+}
+
+// typeInput types input line by line. In a PTY it stops at each Enter that
+// goes to a line editor (a shell, or a REPL whose prompt termgate knows) to
+// ask o.Judge about the line the terminal shows. Plain text typed at an
+// empty prompt that is one of o.Approved needs no second look: it cannot
+// show anything but itself. Enter into any other program (vim, less, fzf,
+// top, a program reading raw keys) is a key like the others: the gate
+// judged the keys themselves, and there is no line to read (see doc.go).
+func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpts, deadline time.Time) error {
+	if s.spec.Mode != ModePTY {
+		err := s.write(ctx, b, deadline, true)
+		s.mu.Lock()
+		p.typedAt = time.Now()
+		s.mu.Unlock()
+		return err
+	}
+	s.mu.Lock()
+	p.rowOf = append(p.rowOf, p.start.Line)
+	s.mu.Unlock()
 	for len(b) > 0 {
 		i := bytes.IndexAny(b, acceptKeys)
 		if i < 0 {
-			return s.Write(b)
+			err := s.write(ctx, b, deadline, true)
+			s.mu.Lock()
+			p.typedAt = time.Now()
+			s.mu.Unlock()
+			return err
 		}
 		body, key := b[:i], b[i]
 		b = b[i+1:]
 		s.mu.Lock()
-		before, known := s.pendingLineLocked()
+		program := s.programLocked()
+		editor := lineEditor(program)
+		before, known := s.pendingLineLocked(program)
 		s.mu.Unlock()
-		fast := isPlain(body) && (known && before == "" || !known) && containsLine(o.Approved, string(body))
+		judge := o.Judge != nil && editor
+		fast := !judge || isPlain(body) && (known && before == "" || !known) && containsLine(o.Approved, string(body))
 		typedAt := time.Now()
 		if len(body) > 0 {
-			if err := s.Write(body); err != nil {
+			if err := s.write(ctx, body, deadline, true); err != nil {
 				return err
 			}
 		}
+		shown, shownOK := "", false
 		if !fast {
-			if !s.settle(ctx, typedAt, len(body) > 0) {
-				_ = s.Write([]byte{0x05, 0x15})
+			if !s.settle(ctx, typedAt, len(body) > 0, judgeSettle, deadline) {
+				if s.isClosing() {
+					return ErrClosed
+				}
+				// A line editor whose line could not be read: nothing may
+				// run unjudged. Clear what was typed (end of line, then
+				// kill to its start: every line editor termgate judges
+				// knows both).
+				s.clearLine(ctx, deadline)
+				if err := ctx.Err(); err != nil {
+					return err
+				}
 				return fmt.Errorf("%w: the terminal did not settle, so the line at Enter could not be read; the typed line was cleared and nothing ran", ErrLineRefused)
 			}
 			s.mu.Lock()
-			line, ok := s.pendingLineLocked()
+			shown, shownOK = s.pendingLineLocked(s.programLocked())
 			s.mu.Unlock()
-			if ok && strings.TrimSpace(line) != "" {
-				if err := o.Judge(line); err != nil {
-					// Clear what was typed: end of line, then kill to its start.
-					_ = s.Write([]byte{0x05, 0x15})
+			if shownOK && strings.TrimSpace(shown) != "" {
+				if err := o.Judge(shown); err != nil {
+					s.clearLine(ctx, deadline)
 					return fmt.Errorf("%w: %w", ErrLineRefused, err)
 				}
 			}
 		}
-		if err := s.Write([]byte{key}); err != nil {
+		s.mu.Lock()
+		if p.keys && shownOK {
+			p.shown = append(p.shown, shown)
+		}
+		p.lastSeq, p.lastAt = s.screen.MarkSeq(), s.screen.CursorPos()
+		s.mu.Unlock()
+		if err := s.write(ctx, []byte{key}, deadline, true); err != nil {
 			return err
 		}
+		s.mu.Lock()
+		p.enters++
+		p.typedAt = time.Now()
+		s.mu.Unlock()
 		if len(b) > 0 {
 			// Type the next line as a human would: once the program has
 			// taken the Enter and waits for input again. Typed sooner, it
@@ -630,13 +810,55 @@ func (s *Session) writeGated(ctx context.Context, b []byte, o WaitOpts) error {
 			// is still in cooked mode, and the kernel echoes it a second
 			// time. A program still busy after two seconds gets it as
 			// type-ahead, as before.
-			_ = s.settle(ctx, time.Now(), false)
+			ok := s.settle(ctx, time.Now(), false, typeAheadAfter, deadline)
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			s.mu.Lock()
+			// The row the next line is typed on is its prompt's when the
+			// program is reading at an empty prompt; otherwise it is not
+			// known, and the echo is found by its text.
+			if line, known := s.pendingLineLocked(s.programLocked()); ok && known && line == "" {
+				p.rowOf = append(p.rowOf, s.screen.CursorPos().Line)
+			} else {
+				p.rowOf, p.ahead = append(p.rowOf, -1), p.ahead || !ok
+			}
+			s.mu.Unlock()
 		}
 	}
+	s.mu.Lock()
+	p.typedAt = time.Now()
+	s.mu.Unlock()
 	return nil
+}
+
+// isClosing reports whether Close has begun.
+func (s *Session) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// clearLine types ctrl+e ctrl+u: the end of the line, then kill to its
+// start. Only ever typed into a line editor. It does not depend on the
+// call's context, which may be what ended the call, and waits (briefly)
+// for the line editor to show the cleared line.
+func (s *Session) clearLine(ctx context.Context, deadline time.Time) {
+	at := time.Now()
+	if s.write(context.Background(), []byte{0x05, 0x15}, at.Add(time.Second), true) == nil {
+		s.settle(context.WithoutCancel(ctx), at, true, time.Second, deadline)
+	}
+}
+
+// lineEditor reports whether the foreground program edits a line that
+// Enter runs: a shell, or a REPL whose prompt termgate knows. It is decided
+// by the program in the terminal's foreground, not by the screen, which a
+// program can paint to look like anything.
+func lineEditor(program string) bool {
+	return isShell(program) || familyOf(program) != nil
 }
 
 // acceptKeys are the bytes that make a line editor run the line: Enter
@@ -661,14 +883,29 @@ func containsLine(list []string, s string) bool {
 	return false
 }
 
+// How long typing waits for the terminal to settle: before judging the line
+// at Enter (a line that cannot be read is refused, so a busy host gets
+// time), and before typing the next line of a send (a program still busy
+// then gets it as type-ahead).
+const (
+	judgeSettle    = 5 * time.Second
+	typeAheadAfter = 2 * time.Second
+)
+
 // settle waits until the program has taken in typed keys and shown their
 // effect: every byte read from the terminal's input queue, its foreground
-// process blocked again, and output quiet for a few milliseconds. It
-// reports false when that could not be confirmed within two seconds: the
-// line on the screen may then be stale, and must not be judged as final.
-func (s *Session) settle(ctx context.Context, start time.Time, typed bool) bool {
-	deadline := start.Add(2 * time.Second)
+// process blocked again, all it printed on the screen, and output quiet for
+// a few milliseconds. It reports false when that could not be confirmed
+// within max (or by the deadline): the line on the screen may then be
+// stale, and must not be judged as final.
+func (s *Session) settle(ctx context.Context, start time.Time, typed bool, max time.Duration, deadline time.Time) bool {
+	limit := start.Add(max)
+	if !deadline.IsZero() && deadline.Before(limit) {
+		limit = deadline
+	}
 	const quiet = 5 * time.Millisecond
+	tick := time.NewTimer(quiet)
+	defer tick.Stop()
 	for {
 		s.mu.Lock()
 		last, ch := s.lastRead, s.changed
@@ -676,47 +913,72 @@ func (s *Session) settle(ctx context.Context, start time.Time, typed bool) bool 
 		now := time.Now()
 		if (last.After(start) || !typed) && now.Sub(last) >= quiet && now.Sub(start) >= quiet {
 			if s.readingInput() {
-				if s.stream != nil {
+				s.mu.Lock()
+				stream := s.stream
+				s.mu.Unlock()
+				if stream != nil {
 					// What the redactor holds back (the end of the
 					// typed line) goes to the screen now.
-					s.stream.Flush()
+					stream.Flush()
 				}
 				return true
 			}
 		}
-		if now.After(deadline) {
+		if now.After(limit) {
 			return false
 		}
+		tick.Reset(quiet)
 		select {
 		case <-ch:
-		case <-time.After(quiet):
+		case <-tick.C:
 		case <-ctx.Done():
+			return false
+		case <-s.closing:
 			return false
 		}
 	}
 }
 
 // readingInput reports whether the terminal's foreground process is
-// blocked with every typed byte taken in: it waits for more input.
+// blocked with every typed byte taken in, and the screen shows all it
+// printed: it waits for more input, and what the screen shows is what it
+// printed last. (A process can be ahead of the screen: it may have read the
+// next line, answered it and gone back to read, while its output still
+// waits in the terminal or in the reader.)
 func (s *Session) readingInput() bool {
-	pending, err := inputPending(s.pty.Fd())
-	pgid, _ := foreground(s.pty.Fd())
-	return err == nil && pending == 0 && asleep(pgid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readingInputLocked()
+}
+
+func (s *Session) readingInputLocked() bool {
+	if s.unshown {
+		return false
+	}
+	ok := false
+	s.ctl(func(fd uintptr) {
+		pending, err := inputPending(fd)
+		unread, err2 := unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+		pgid, _ := foreground(fd)
+		ok = err == nil && err2 == nil && pending == 0 && unread == 0 && asleep(pgid)
+	})
+	return ok
 }
 
 // pendingLineLocked returns the line the program is reading and would run
 // at Enter, when that can be known: the text after a shell's prompt (from
-// its shell-integration input mark), or after a known REPL prompt.
-func (s *Session) pendingLineLocked() (string, bool) {
-	if s.screen.AltScreen() || s.exited || s.closed {
+// its shell-integration input mark), or after a known REPL prompt. It reads
+// the screen the program is drawing on, the alternate one too: a shell
+// that switched to it is still a shell.
+func (s *Session) pendingLineLocked(program string) (string, bool) {
+	if s.exited || s.closed {
 		return "", false
 	}
-	program := s.programLocked()
 	cur := s.screen.CursorPos()
 	end := Pos{Line: cur.Line, Col: 1 << 30}
 	if s.integration && isShell(program) {
 		marks := s.screen.Marks(0)
-		if len(marks) > 0 && marks[len(marks)-1].Kind == MarkInputStart {
+		if len(marks) > 0 && marks[len(marks)-1].Kind == MarkInputStart && marks[len(marks)-1].OnAlt == s.screen.AltScreen() {
 			text, _ := s.screen.Text(marks[len(marks)-1].Pos, end)
 			return strings.TrimRight(text, " "), true
 		}
@@ -747,35 +1009,118 @@ func (s *Session) pendingLineLocked() (string, bool) {
 }
 
 // Read returns the output since the last read (or send) without sending
-// anything. Complete is false while a command sent earlier is still running.
-// Unless o.NoWait, it waits for that command to complete, or, when nothing
-// is running, for new output to arrive and settle (or for o.WaitFor).
+// anything: earlier output an input's result left out first. Complete is
+// false while a command sent earlier is still running. Unless o.NoWait, it
+// waits for that command to complete, or, when nothing is running, for new
+// output to arrive and settle (or for o.WaitFor). It takes the session's
+// turn as Send does (NoWait: without waiting for it).
 func (s *Session) Read(ctx context.Context, o WaitOpts) (Result, error) {
+	deadline := callDeadline(o)
+	release, err := s.acquire(ctx, opRead, deadline)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release()
 	s.mu.Lock()
+	if s.frozen != nil {
+		defer s.mu.Unlock()
+		return s.frozenReadLocked(), nil
+	}
 	if s.pending == nil {
-		if o.NoWait {
-			text, lost := s.screen.Text(s.readPos, s.screen.CursorPos())
-			s.readPos = s.screen.CursorPos()
-			r := Result{Output: strings.TrimRight(text, "\n"), Complete: true, LostLines: lost}
-			if s.exited {
-				code := s.exitCode
-				r.Completion, r.ExitCode = CompletionExited, &code
-			}
-			s.mu.Unlock()
-			return r, nil
+		if o.NoWait || len(s.backlog) > 0 && o.WaitFor == nil {
+			// Earlier output an input left for this read is returned at
+			// once, with whatever else is new.
+			defer s.mu.Unlock()
+			return s.readNowLocked(), nil
 		}
-		s.pending = &pending{markSeq: s.screen.MarkSeq(), start: s.readPos, at: time.Now(), idle: true}
+		p := &pending{op: opRead, markSeq: s.screen.MarkSeq(), start: s.readPos, at: time.Now(), idle: true}
+		p.lastSeq, p.lastAt = p.markSeq, p.start
+		if s.screen.AltScreen() {
+			p.alt, p.resume = true, s.screen.MainResumePos()
+		}
+		s.pending = p
 	}
 	s.mu.Unlock()
-	return s.wait(ctx, o, false)
+	return s.wait(ctx, o, false, deadline)
+}
+
+// readNowLocked returns what no call has returned yet, at once.
+func (s *Session) readNowLocked() Result {
+	r := Result{Complete: true}
+	if s.screen.AltScreen() {
+		r.Output, r.Screen = s.screen.Render(), true
+		s.readPos = s.screen.MainResumePos()
+	} else {
+		from, to := s.readPos, s.screen.CursorPos()
+		text, lost := s.screen.Text(from, to)
+		s.readPos = to
+		r.Output, r.LostLines = strings.TrimRight(text, "\n"), lost
+		r.OutputRows = s.outputRowsLocked(from, to, lost, "", r.Output)
+	}
+	r.Output = s.withBacklogLocked(r.Output, false)
+	if s.exited {
+		code := s.exitCode
+		r.Completion, r.ExitCode = CompletionExited, &code
+	}
+	return r
 }
 
 // WaitStart waits for a new session's first prompt and returns its banner.
+// When an input got the turn first (it waited for the prompt itself), it
+// returns what no call has returned yet.
 func (s *Session) WaitStart(ctx context.Context, o WaitOpts) (Result, error) {
+	deadline := callDeadline(o)
+	release, err := s.acquire(ctx, opStart, deadline)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release()
 	s.mu.Lock()
-	s.pending = &pending{start: Pos{}, at: s.running, startup: true}
+	if s.frozen != nil {
+		defer s.mu.Unlock()
+		return s.frozenReadLocked(), nil
+	}
+	if s.ready && s.pending == nil {
+		defer s.mu.Unlock()
+		r := s.readNowLocked()
+		r.Completion = CompletionPrompt
+		return r, nil
+	}
+	s.pending = &pending{op: opStart, start: Pos{}, at: s.running, startup: true}
 	s.mu.Unlock()
-	r, err := s.wait(ctx, o, true)
+	r, err := s.startWait(ctx, o, deadline)
+	return r, err
+}
+
+// awaitReady makes an input that got a new session's turn before
+// session_start did wait for the program's first prompt, as typing sooner
+// would reach a program still starting. The banner is kept for the next
+// read; awaitReady returns how many lines it has.
+func (s *Session) awaitReady(ctx context.Context, o WaitOpts, deadline time.Time) (int, error) {
+	s.mu.Lock()
+	if s.ready {
+		s.mu.Unlock()
+		return 0, nil
+	}
+	s.pending = &pending{op: opStart, start: Pos{}, at: s.running, startup: true}
+	s.mu.Unlock()
+	o.WaitFor, o.NoWait = nil, false
+	r, err := s.startWait(ctx, o, deadline)
+	if err != nil || strings.TrimSpace(r.Output) == "" {
+		return 0, err
+	}
+	s.mu.Lock()
+	s.backlog = appendBacklog(s.backlog, r.Output)
+	s.mu.Unlock()
+	return strings.Count(r.Output, "\n") + 1, nil
+}
+
+// startWait waits for the first prompt (s.pending is the startup input).
+func (s *Session) startWait(ctx context.Context, o WaitOpts, deadline time.Time) (Result, error) {
+	r, err := s.wait(ctx, o, true, deadline)
+	s.mu.Lock()
+	s.ready = s.ready || err == nil && r.Complete
+	s.mu.Unlock()
 	if err == nil && r.Completion == CompletionQuiet && r.Prompt == "" {
 		// Learn the prompt: the text before the cursor once the program
 		// has gone quiet at start is what it prints when it wants input.
@@ -794,28 +1139,18 @@ func (s *Session) WaitStart(ctx context.Context, o WaitOpts) (Result, error) {
 	return r, err
 }
 
-// state is one evaluation of whether the pending input is complete.
-type state struct {
-	done       bool
-	completion Completion
-	exitCode   *int
-	from, to   Pos
-	prompt     string
-	continued  bool
-}
-
-// wait blocks until the pending input completes, the timeout passes or ctx
+// wait blocks until the pending input completes, the deadline passes or ctx
 // ends, then renders the result. fresh says the wait follows an input (so
 // the start position holds its echo).
-func (s *Session) wait(ctx context.Context, o WaitOpts, fresh bool) (Result, error) {
-	if o.Timeout <= 0 {
-		o.Timeout = 30 * time.Second
-	}
+func (s *Session) wait(ctx context.Context, o WaitOpts, fresh bool, deadline time.Time) (Result, error) {
 	if o.Quiet <= 0 {
 		o.Quiet = 300 * time.Millisecond
 	}
-	deadline := time.NewTimer(o.Timeout)
-	defer deadline.Stop()
+	if deadline.IsZero() {
+		deadline = time.Now()
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
 	var quietTimer *time.Timer
 	defer func() {
 		if quietTimer != nil {
@@ -823,16 +1158,14 @@ func (s *Session) wait(ctx context.Context, o WaitOpts, fresh bool) (Result, err
 		}
 	}()
 	for {
-		s.mu.Lock()
-		st, quietIn := s.evaluate(o)
-		if st.done {
-			r := s.renderLocked(st, fresh)
-			s.mu.Unlock()
+		r, done, ch, quietIn := s.step(o, fresh, false)
+		if done {
 			return r, nil
 		}
-		ch := s.changed
-		s.mu.Unlock()
-
+		if o.NoWait {
+			r, _, _, _ = s.step(o, fresh, true)
+			return r, nil
+		}
 		var quietC <-chan time.Time
 		if quietIn > 0 {
 			if quietTimer == nil {
@@ -842,23 +1175,11 @@ func (s *Session) wait(ctx context.Context, o WaitOpts, fresh bool) (Result, err
 			}
 			quietC = quietTimer.C
 		}
-		if o.NoWait {
-			s.mu.Lock()
-			r := s.renderLocked(state{completion: CompletionTimeout, from: s.pending.start, to: s.screen.CursorPos()}, fresh)
-			s.mu.Unlock()
-			return r, nil
-		}
 		select {
 		case <-ch:
 		case <-quietC:
-		case <-deadline.C:
-			s.mu.Lock()
-			st, _ := s.evaluate(o)
-			if !st.done {
-				st = state{completion: CompletionTimeout, from: s.pending.start, to: s.screen.CursorPos()}
-			}
-			r := s.renderLocked(st, fresh)
-			s.mu.Unlock()
+		case <-timer.C:
+			r, _, _, _ = s.step(o, fresh, true)
 			return r, nil
 		case <-ctx.Done():
 			return Result{}, ctx.Err()
@@ -866,171 +1187,23 @@ func (s *Session) wait(ctx context.Context, o WaitOpts, fresh bool) (Result, err
 	}
 }
 
-// evaluate decides, with s.mu held, whether the pending input is complete,
-// in the documented order: shell-integration mark, known or learned prompt,
-// wait_for pattern, process exit, quiet period. When not complete it returns
-// how long until the quiet period would run out (0: quiet does not apply).
-func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
-	p := s.pending
-	now := time.Now()
-	cursor := s.screen.CursorPos()
-	st := state{from: p.start, to: cursor}
-
-	if o.WaitFor != nil {
-		text, _ := s.screen.Text(p.start, cursor)
-		if s.spec.Mode == ModePTY {
-			text = stripEcho(text, p.input)
-		}
-		if o.WaitFor.MatchString(text) {
-			st.done, st.completion = true, CompletionPattern
-			return st, 0
-		}
-		if s.exited {
-			st.done, st.completion = true, CompletionExited
-			code := s.exitCode
-			st.exitCode = &code
-			return st, 0
-		}
-		return st, 0
+// step evaluates the pending input once; with final, a wait that did not
+// complete ends as a timeout. Every path releases s.mu, a panic too.
+func (s *Session) step(o WaitOpts, fresh, final bool) (r Result, done bool, changed chan struct{}, quietIn time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil {
+		// Closed under the wait, or finished by another path.
+		return Result{Complete: true, Completion: CompletionExited}, true, nil, 0
 	}
-
-	// 1. Shell integration.
-	var cMark, dMark *Mark
-	bAfterD, bAfterSecondary, anyB := false, false, false
-	for _, m := range s.screen.Marks(p.markSeq) {
-		switch m.Kind {
-		case MarkOutputStart:
-			if cMark == nil && dMark == nil {
-				cMark = &m
-			}
-		case MarkCommandEnded:
-			if dMark == nil {
-				dMark = &m
-			}
-		case MarkPromptStart:
-			if dMark == nil && strings.Contains(m.Extra, "k=s") {
-				st.continued = true // the shell wants the rest of the command
-			}
-		case MarkInputStart:
-			anyB = true
-			if dMark != nil {
-				bAfterD = true
-			} else if st.continued {
-				bAfterSecondary = true
-			}
-		}
+	st, quietIn := s.evaluate(o)
+	if !st.done && final {
+		st = state{done: true, completion: CompletionTimeout, from: s.pending.start, to: s.screen.CursorPos()}
 	}
-	switch {
-	case p.startup && anyB:
-		st.done, st.completion = true, CompletionPrompt
-		st.to = Pos{Line: cursor.Line}
-		st.prompt = s.screen.LineText()
-		return st, 0
-	case dMark != nil && !p.startup:
-		quietFor := now.Sub(s.lastOutput)
-		if !bAfterD {
-			if s.screen.PromptMarks() {
-				return st, 0 // the prompt (and its B mark) is still on its way
-			}
-			if quietFor < 30*time.Millisecond {
-				// A prompt framework that rewrites PS1 drops the B mark:
-				// the D mark alone ends the command once output stops.
-				return st, 30*time.Millisecond - quietFor
-			}
-		}
-		st.done, st.completion = true, CompletionCommandFinished
-		if dMark.HasCode {
-			code := dMark.ExitCode
-			st.exitCode = &code
-		}
-		switch {
-		case cMark != nil:
-			st.from = cMark.Pos
-		case dMark.Pos.Line > p.start.Line:
-			st.from = Pos{Line: p.start.Line + 1}
-		default:
-			st.from = dMark.Pos
-		}
-		st.to = dMark.Pos
-		st.prompt = s.screen.LineText()
-		st.continued = false
-		return st, 0
-	case bAfterSecondary:
-		st.done, st.completion = true, CompletionPrompt
-		st.to = Pos{Line: cursor.Line}
-		st.prompt = s.screen.LineText()
-		return st, 0
+	if st.done {
+		return s.renderLocked(st, fresh), true, nil, 0
 	}
-
-	// 2. Known prompt of the foreground program, or the learned prompt.
-	program := s.programLocked()
-	gotOutput := s.bytesOut > 0 && s.lastOutput.After(p.at)
-	if gotOutput && !s.screen.AltScreen() && (cursor.Line > p.start.Line || p.startup) {
-		line := s.screen.LineText()
-		fam := s.familyLocked(program, p.startup)
-		// Each line typed moves the cursor down at least once: a prompt
-		// before the last line's echo is a continuation prompt mid-input.
-		echoed := p.startup || cursor.Line >= p.start.Line+int64(len(p.input))
-		if !echoed {
-			fam = nil
-		}
-		if fam != nil && fam.prompt.MatchString(line) || echoed && s.learned != "" && line == s.learned && !(s.integration && isShell(program)) {
-			st.done, st.completion = true, CompletionPrompt
-			st.to = Pos{Line: cursor.Line}
-			st.prompt = line
-			return st, 0
-		}
-		if p.startup && fam == nil && !s.integration && !s.exited && s.spec.Mode == ModePTY && isShell(program) && wholeShellPrompt(line) {
-			// A shell without termgate's integration (bash --norc, sh): a
-			// line that is all prompt, with the shell blocked reading its
-			// terminal, is its prompt, learned for the commands to come.
-			if s.readingInput() {
-				s.learned = line
-				st.done, st.completion = true, CompletionPrompt
-				st.to = Pos{Line: cursor.Line}
-				st.prompt = line
-				return st, 0
-			}
-			return st, 2 * time.Millisecond // look again once it has gone to read
-		}
-	}
-
-	// 3. Exit.
-	if s.exited {
-		st.done, st.completion = true, CompletionExited
-		code := s.exitCode
-		st.exitCode = &code
-		return st, 0
-	}
-
-	// 4. Quiet period, only where nothing better can tell. A shell that
-	// reports its commands' ends, or a REPL whose prompt we know, is still
-	// working until it says so, unless the screen shows a question that
-	// waits for an answer (read -p, input("name? "), a remote prompt over
-	// ssh) or a full-screen program (vim, top, less).
-	line := strings.TrimSpace(s.screen.LineText())
-	waiting := line != "" && (cursor.Line > p.start.Line || p.startup || cursor.Col > p.start.Col)
-	known := s.familyLocked(program, p.startup) != nil
-	reportsEnd := s.integration || s.learned != "" || known && s.spec.Mode == ModePTY
-	if reportsEnd && !waiting && !s.screen.AltScreen() {
-		return st, 0
-	}
-	last := p.at
-	if s.lastOutput.After(last) {
-		last = s.lastOutput
-	}
-	need := o.Quiet
-	if p.startup && s.bytesOut == 0 && need < startupSilence {
-		// A program that has printed nothing yet is most likely still
-		// loading, not waiting for input.
-		need = startupSilence
-	}
-	if quiet := now.Sub(last); quiet >= need {
-		st.done, st.completion = true, CompletionQuiet
-		return st, 0
-	} else {
-		return st, need - quiet
-	}
+	return Result{}, false, s.changed, quietIn
 }
 
 // familyLocked returns the prompt family of the foreground program. At
@@ -1052,74 +1225,11 @@ func (s *Session) programLocked() string {
 	if s.pty == nil || s.exited {
 		return filepath.Base(s.spec.Argv[0])
 	}
-	_, name := foreground(s.pty.Fd())
+	_, name := s.foregroundNow()
 	if name == "" {
 		return filepath.Base(s.spec.Argv[0])
 	}
 	return name
-}
-
-// renderLocked turns a completed (or timed-out) wait into a Result.
-func (s *Session) renderLocked(st state, fresh bool) Result {
-	r := Result{
-		Complete:   st.completion != CompletionTimeout,
-		Completion: st.completion,
-		ExitCode:   st.exitCode,
-		Prompt:     strings.TrimRight(st.prompt, " "),
-		Continued:  st.continued,
-	}
-	if s.pending != nil && s.pending.idle {
-		// Nothing was running: the read is complete whatever ended it.
-		r.Complete = true
-	}
-	if s.screen.AltScreen() {
-		// A full-screen program: what a human reads is the screen.
-		r.Output = s.screen.Render()
-		r.Screen = true
-		s.readPos = s.screen.CursorPos()
-		s.finishLocked(r)
-		return r
-	}
-	text, lost := s.screen.Text(st.from, st.to)
-	r.LostLines = lost
-	if fresh && s.spec.Mode == ModePTY && st.completion != CompletionCommandFinished {
-		text = stripEcho(text, s.pending.input)
-	} else if st.completion == CompletionCommandFinished {
-		text = strings.TrimPrefix(text, "\n")
-	}
-	if st.completion != CompletionCommandFinished && st.completion != CompletionPrompt {
-		// Drop a trailing prompt the program is showing.
-		if line := s.screen.LineText(); line != "" {
-			fam := familyOf(s.programLocked())
-			if fam != nil && fam.prompt.MatchString(line) || line == s.learned {
-				if i := strings.LastIndex(text, "\n"); i >= 0 && text[i+1:] == strings.TrimRight(line, " ") {
-					text = text[:i]
-				} else if text == strings.TrimRight(line, " ") {
-					text = ""
-				}
-				r.Prompt = strings.TrimRight(line, " ")
-			}
-		}
-	}
-	r.Output = strings.TrimRight(text, "\n")
-	if st.completion == CompletionCommandFinished || st.completion == CompletionPrompt {
-		s.readPos = s.screen.CursorPos()
-	} else {
-		s.readPos = st.to
-	}
-	s.finishLocked(r)
-	return r
-}
-
-func (s *Session) finishLocked(r Result) {
-	if r.Complete {
-		s.pending = nil
-	} else if s.pending != nil {
-		// A later read continues from here, still waiting for the same
-		// command's end.
-		s.pending.start = s.readPos
-		s.pending.input = nil
-	}
 }
 
 // stripEcho removes the terminal's echo of the input lines from the start
@@ -1198,7 +1308,14 @@ func (s *Session) Resize(rows, cols int) error {
 		return ErrClosed
 	}
 	if s.pty != nil {
-		if err := pty.Setsize(s.pty, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err != nil {
+		var err error
+		ok := s.ctl(func(fd uintptr) {
+			err = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: uint16(rows), Col: uint16(cols)})
+		})
+		if !ok {
+			return ErrClosed
+		}
+		if err != nil {
 			return fmt.Errorf("resizing terminal: %w", err)
 		}
 	}
@@ -1214,6 +1331,9 @@ func (s *Session) Resize(rows, cols int) error {
 func (s *Session) Screen() (text string, row, col int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if f := s.frozen; f != nil {
+		return f.screen, f.row, f.col
+	}
 	row, col = s.screen.Cursor()
 	return s.screen.Render(), row, col
 }
@@ -1222,6 +1342,9 @@ func (s *Session) Screen() (text string, row, col int) {
 func (s *Session) Scrollback(n int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.frozen != nil {
+		return s.frozen.scrollback(n)
+	}
 	return s.screen.Scrollback(n)
 }
 
@@ -1238,6 +1361,9 @@ func (s *Session) Status() Status {
 		Started: s.started, LastInput: s.lastInput, BytesIn: s.bytesIn, BytesOut: s.bytesOut,
 		Prompt: s.learned,
 	}
+	if s.frozen != nil {
+		st.AltScreen, st.AppCursor, st.Title = false, false, s.frozen.title
+	}
 	if s.exited {
 		code := s.exitCode
 		st.ExitCode = &code
@@ -1246,10 +1372,10 @@ func (s *Session) Status() Status {
 		return st
 	}
 	if s.pty != nil && !s.closed {
-		pgid, name := foreground(s.pty.Fd())
+		pgid, name := s.foregroundNow()
 		st.Program = name
 		st.Busy = pgid != 0 && pgid != st.Pid
-		st.EchoOff = echoOff(s.pty.Fd())
+		st.EchoOff = s.terminalEchoOff()
 	}
 	if st.Program == "" {
 		st.Program = filepath.Base(s.spec.Argv[0])
@@ -1273,7 +1399,11 @@ func (s *Session) Idle() time.Duration {
 // tree, grace apart, stopping as soon as none is left. It is idempotent and
 // safe to call concurrently; every call returns the first call's result.
 func (s *Session) Close(ctx context.Context, grace time.Duration) error {
-	s.closeOnce.Do(func() { s.closeErr = s.close(ctx, grace) })
+	s.closeOnce.Do(func() {
+		if s.closeErr = s.close(ctx, grace); s.closeErr == nil {
+			s.freeze()
+		}
+	})
 	return s.closeErr
 }
 
@@ -1285,14 +1415,11 @@ func (s *Session) close(ctx context.Context, grace time.Duration) error {
 	s.mu.Lock()
 	exited := s.exited
 	s.mu.Unlock()
+	// A write in flight (to a program that does not read) fails now:
+	// closing never waits for a writer.
+	s.kickWriters()
 	if !exited {
-		s.writeMu.Lock()
-		if s.pty != nil {
-			_, _ = s.pty.Write([]byte{4})
-		} else {
-			_ = s.stdin.Close()
-		}
-		s.writeMu.Unlock()
+		s.writeEOF(grace)
 		select {
 		case <-s.waitDone:
 		case <-time.After(grace):
@@ -1321,15 +1448,15 @@ func (s *Session) close(ctx context.Context, grace time.Duration) error {
 	s.closed = true
 	s.notifyLocked()
 	s.mu.Unlock()
-	s.writeMu.Lock()
 	if s.pty != nil {
 		s.pty.Close()
 	} else {
 		s.stdin.Close()
 		s.out.Close()
 	}
-	s.writeMu.Unlock()
 	<-s.readerDone
+	s.closeOutputLog()
+	<-s.replyDone
 	return os.RemoveAll(s.privDir)
 }
 

@@ -44,6 +44,7 @@ type Config struct {
 	ConfirmMode    string        // human (default), agent
 	SessionUser    string        // run sessions as this user
 	ExecGate       string        // enforce (default), audit, off: judge every program a session runs
+	EgressHosts    string        // hosts(5) file the egress proxy resolves names from before DNS
 
 	PolicyURL         string // a bundle server: the bundle's URL (polled as OPA polls)
 	PolicyConfig      string // a bundle server: an OPA configuration file (services, bundles, keys)
@@ -62,6 +63,10 @@ type Config struct {
 	AuditSyslogBuffer int64  // bytes the on-disk syslog buffer may hold
 	AuditSyslogSpool  string // the on-disk syslog buffer's directory
 	AuditMaxRecord    int    // bytes one audit record may take
+	// How much output a call may get, and how much history is kept for
+	// session_read to page.
+	MaxOutputCeiling int   // the largest max_output a call may ask for
+	OutputLogMax     int64 // bytes of output history each session keeps on disk; 0: none
 }
 
 func defaultConfig() Config {
@@ -92,6 +97,8 @@ func defaultConfig() Config {
 		VerificationAlg:   "RS256",
 		AuditSyslogBuffer: 64 << 20,
 		AuditMaxRecord:    7680,
+		MaxOutputCeiling:  200000,
+		OutputLogMax:      session.DefaultOutputLogMax,
 	}
 }
 
@@ -122,6 +129,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ConfirmMode, "confirm-mode", c.ConfirmMode, "who may confirm what the policy wants confirmed: human (through the MCP client; refused when it cannot ask) or agent (weaker: a client that cannot ask a human gets a one-time token the agent redeems with the confirm tool and a written justification)")
 	fs.StringVar(&c.SessionUser, "session-user", c.SessionUser, "run sessions as this user (the gateway must be root)")
 	fs.StringVar(&c.ExecGate, "exec-gate", c.ExecGate, "judge every program a session runs, held in the kernel until the policy decides: enforce (refuse what the policy refuses; a kernel that cannot hold execs refuses sessions unless --sandbox=best-effort), audit (judge and record, refuse nothing), off")
+	fs.StringVar(&c.EgressHosts, "egress-hosts", c.EgressHosts, "a hosts(5) file: names the egress proxy resolves from it before DNS (an internal registry's address, say); the policy still judges each name and each address that is not public")
 	fs.Var(&c.Secrets, "secret", "a secret the gateway holds, typed by session_send {secret_ref: NAME} and masked everywhere: NAME=env:VAR or NAME=file:PATH (repeatable; the env twin takes a comma-separated list)")
 	fs.DurationVar(&c.PolicyReload, "policy-reload", c.PolicyReload, "check the policy bundle for changes this often and reload it (0: never)")
 	fs.StringVar(&c.PolicyURL, "policy-url", c.PolicyURL, "pull the policy bundle from this URL (https://host/bundles/termgate.tar.gz), as an OPA agent does: ETag, long polling, last good bundle cached for offline restarts")
@@ -141,6 +149,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.AuditSyslogBuffer, "audit-syslog-buffer", c.AuditSyslogBuffer, "bytes of records kept on disk while the collector is unreachable; past that, records are dropped and counted")
 	fs.StringVar(&c.AuditSyslogSpool, "audit-syslog-spool", c.AuditSyslogSpool, "the directory of that buffer (default $XDG_STATE_HOME/termgate/syslog-buffer)")
 	fs.IntVar(&c.AuditMaxRecord, "audit-max-record", c.AuditMaxRecord, "bytes one audit record may take; longer fields are cut with their length and sha256")
+	fs.IntVar(&c.MaxOutputCeiling, "max-output-ceiling", c.MaxOutputCeiling, "the largest max_output a call may ask for (--max-output is the default)")
+	fs.Int64Var(&c.OutputLogMax, "output-log-max", c.OutputLogMax, "bytes of output history each session keeps on disk for session_read mode log, the newest kept (0: none, only the scrollback)")
 }
 
 // envName is a flag's environment twin.
@@ -196,6 +206,8 @@ func (c Config) validate() error {
 	check(c.Sandbox == "enforce" || c.Sandbox == "best-effort" || c.Sandbox == "off", "--sandbox must be enforce, best-effort or off, not %q", c.Sandbox)
 	check(c.ExecGate == "enforce" || c.ExecGate == "audit" || c.ExecGate == "off", "--exec-gate must be enforce, audit or off, not %q", c.ExecGate)
 	check(c.AuditMaxSize >= 0, "--audit-max-size must not be negative")
+	check(c.MaxOutputCeiling >= c.MaxOutput && c.MaxOutputCeiling <= 16<<20, "--max-output-ceiling must be at least --max-output (%d) and at most 16777216, not %d", c.MaxOutput, c.MaxOutputCeiling)
+	check(c.OutputLogMax == 0 || c.OutputLogMax >= session.MinOutputLogMax && c.OutputLogMax <= 1<<40, "--output-log-max must be 0 (none) or %d bytes to 1 TiB, not %d", session.MinOutputLogMax, c.OutputLogMax)
 	errs = append(errs, c.fleetErrors()...)
 	return errors.Join(errs...)
 }

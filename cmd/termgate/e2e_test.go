@@ -233,7 +233,7 @@ func TestLongOutputIsCapped(t *testing.T) {
 	if r["truncated"] != true || !strings.HasPrefix(out, "1\n2\n") || !strings.HasSuffix(out, "4999\n5000") {
 		t.Fatalf("capped output: head %q tail %q truncated %v", out[:min(40, len(out))], out[max(0, len(out)-40):], r["truncated"])
 	}
-	if !strings.Contains(out, "lines (") || !strings.Contains(out, `"mode":"scrollback"`) || len([]rune(out)) > 2000 {
+	if !strings.Contains(out, "lines (") || !strings.Contains(out, `"mode":"log"`) || len([]rune(out)) > 2000 {
 		t.Fatalf("cap marker missing or output over the cap (%d runes): %q", len([]rune(out)), out)
 	}
 	sb := s.ok("session_read", map[string]any{"session_id": id, "mode": "scrollback", "lines": 3})
@@ -559,6 +559,42 @@ func TestOutputFloodIsBounded(t *testing.T) {
 		t.Fatalf("server peak RSS %d MiB, want under 100 MiB", hwm>>20)
 	}
 	wantOutput(t, s.send(id, "echo alive"), "alive")
+	// The output log kept the newest 64 MiB on disk, said what it dropped,
+	// and goes with the session.
+	page := s.ok("session_read", map[string]any{"session_id": id, "mode": "log", "offset": 0, "lines": 2})
+	log, _ := page["log"].(map[string]any)
+	if log == nil || log["on_disk"] != true || log["first_line"].(float64) == 0 || !strings.Contains(str(page, "output"), "are gone: the output log keeps the newest 67108864 bytes") {
+		t.Fatalf("log after the flood: %v", page)
+	}
+	logs := outputLogs(t, s.pid())
+	if len(logs) != 1 || logs[0] > 64<<20 || logs[0] < 60<<20 {
+		t.Fatalf("output log sizes %v, want one of at most 64 MiB", logs)
+	}
+	s.ok("session_close", map[string]any{"session_id": id})
+	if logs := outputLogs(t, s.pid()); len(logs) != 0 {
+		t.Fatalf("output logs left open after close: %v", logs)
+	}
+}
+
+// outputLogs returns the sizes of the unnamed output logs a server holds.
+func outputLogs(t *testing.T, pid int) []int64 {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int64
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil || !strings.Contains(target, "termgate-session-") || !strings.HasSuffix(target, "(deleted)") {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(dir, e.Name())); err == nil && fi.Mode().IsRegular() {
+			sizes = append(sizes, fi.Size())
+		}
+	}
+	return sizes
 }
 
 // vmHWM returns a process's peak resident set size in bytes.

@@ -32,12 +32,13 @@ func judgeGateway(tb testing.TB, mode string) (*gateway, *ecsAuditor) {
 	dir := tb.TempDir()
 	cfg.AuditLog, cfg.AuditKey = filepath.Join(dir, "audit.jsonl"), filepath.Join(dir, "key")
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g0env := func(string) string { return "" }
 	aud, err := newAuditor(cfg, red, engine, logger, func(string) string { return "" })
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { aud.close() })
-	g := newGateway(cfg, logger, Stages{Decider: engineDecider{engine}, Redactor: red, Auditor: aud})
+	g := newGateway(cfg, logger, Stages{Decider: engineDecider{e: engine, gateway: policyGateway(cfg, g0env)}, Redactor: red, Auditor: aud})
 	g.redactor, g.policy, g.getenv = red, engine, func(string) string { return "/usr/bin:/bin" }
 	g.gate = newExecGate(g, mode)
 	tb.Cleanup(g.gate.stop)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/termgate/termgate/sandbox"
 )
 
 // The end-to-end tests drive the real binary over stdio with the go-sdk
@@ -21,13 +23,22 @@ import (
 var binPath string // set once by TestMain, read-only afterwards
 
 func TestMain(m *testing.M) {
+	if sandbox.IsLauncher() {
+		sandbox.Main() // a confined session of an in-memory gateway re-executes this binary
+	}
+	for _, a := range os.Args[1:] {
+		if strings.HasPrefix(a, "-test.fuzzworker") {
+			os.Exit(m.Run()) // a fuzz worker runs fuzz targets only: no binary to build
+		}
+	}
 	dir, err := os.MkdirTemp("", "termgate-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "termgate")
-	args := []string{"build", "-o", binPath}
+	// The tests' build carries the test hooks (testhooks_on.go).
+	args := []string{"build", "-tags", "termgate_testhooks", "-o", binPath}
 	if os.Getenv("TERMGATE_TEST_RACE") != "" {
 		args = append(args, "-race") // the server under test runs with the race detector too
 	}
@@ -48,7 +59,12 @@ type server struct {
 	cmd *exec.Cmd
 	cs  *mcp.ClientSession
 	log *strings.Builder
+	// logw writes log; logText reads it while the server runs.
+	logw *lockedWriter
 }
+
+// logText is the server's log so far.
+func (s *server) logText() string { return s.logw.String() }
 
 // startServer runs the binary with extra flags and connects a client.
 func startServer(t testing.TB, flags ...string) *server {
@@ -60,10 +76,18 @@ func startServer(t testing.TB, flags ...string) *server {
 // elicitation handler, say).
 func startServerWith(t testing.TB, opts *mcp.ClientOptions, flags ...string) *server {
 	t.Helper()
+	return startServerVia(t, opts, nil, flags...)
+}
+
+// startServerVia connects through wrap(the command's transport): a
+// logging transport, say.
+func startServerVia(t testing.TB, opts *mcp.ClientOptions, wrap func(mcp.Transport) mcp.Transport, flags ...string) *server {
+	t.Helper()
 	cmd := exec.Command(binPath, append([]string{"serve"}, flags...)...)
 	cmd.Dir = t.TempDir()
 	var log strings.Builder
-	cmd.Stderr = &lockedWriter{b: &log}
+	logw := &lockedWriter{b: &log}
+	cmd.Stderr = logw
 	// No user rc files leak into tests; a data race in the server halts it.
 	// HOME is apart from the working directory: sessions start in the
 	// latter, and the gateway's own state (audit log and key) lives in
@@ -72,11 +96,15 @@ func startServerWith(t testing.TB, opts *mcp.ClientOptions, flags ...string) *se
 	client := mcp.NewClient(&mcp.Implementation{Name: "termgate-test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	var tr mcp.Transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}
+	if wrap != nil {
+		tr = wrap(tr)
+	}
+	cs, err := client.Connect(ctx, tr, nil)
 	if err != nil {
 		t.Fatalf("connecting to termgate: %v", err)
 	}
-	s := &server{t: t, cmd: cmd, cs: cs, log: &log}
+	s := &server{t: t, cmd: cmd, cs: cs, log: &log, logw: logw}
 	t.Cleanup(func() { s.close() })
 	return s
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -30,13 +32,18 @@ import (
 // GateInput is what the policy sees of one input. Field names follow the
 // policy input document in DESIGN.
 type GateInput struct {
-	Action  string    `json:"action"` // start | input | keys | exec
-	Text    string    `json:"text"`
-	Program string    `json:"program,omitempty"`
-	Session *GateRef  `json:"session,omitempty"`
-	Start   *GateRef  `json:"start,omitempty"`
-	Exec    *GateExec `json:"exec,omitempty"` // a program the kernel holds (execgate.go)
-	Client  Client    `json:"client"`
+	Action  string       `json:"action"` // start | input | keys | exec | connect
+	Text    string       `json:"text"`
+	Program string       `json:"program,omitempty"`
+	Session *GateRef     `json:"session,omitempty"`
+	Start   *GateRef     `json:"start,omitempty"`
+	Connect *GateConnect `json:"connect,omitempty"` // action connect: the destination
+	Exec    *GateExec    `json:"exec,omitempty"`    // a program the kernel holds (execgate.go)
+	Client  Client       `json:"client"`
+	// Cwd is the current directory of the terminal's foreground program
+	// when the input is judged (input.cwd): relative paths are resolved
+	// against it.
+	Cwd string `json:"cwd,omitempty"`
 	// Secret marks input typed while the terminal's echo is off: it must
 	// not be shown to the policy as text, logged or audited.
 	Secret bool `json:"-"`
@@ -126,16 +133,17 @@ type Auditor interface {
 type AuditEvent struct {
 	// Kind: decision | confirmation_asked | confirmation_answered |
 	// outcome | session_start | session_end | tool_error | server_start |
-	// server_stop | policy_load | policy_reload.
+	// server_stop | policy_load | policy_reload | network.
 	Kind     string
 	Input    GateInput
 	Decision Decision
 	Outcome  string
-	Approved bool           // confirmation_answered
-	Output   *OutputSummary // outcome
-	Session  *SessionFacts  // session_start, session_end
-	Err      string         // tool_error, a failed policy_reload (redacted)
-	Fields   map[string]any // extra ECS or termgate.* fields, dotted
+	Approved bool                // confirmation_answered
+	Output   *OutputSummary      // outcome
+	Session  *SessionFacts       // session_start, session_end
+	Network  *sandbox.Connection // network: one connection through the egress proxy
+	Err      string              // tool_error, a failed policy_reload (redacted)
+	Fields   map[string]any      // extra ECS or termgate.* fields, dotted
 }
 
 // OutputSummary describes what an input produced.
@@ -143,6 +151,15 @@ type OutputSummary struct {
 	Bytes, Lines, Redactions int
 	Completion               string
 	ExitCode                 *int
+	Refused                  []string // what the sandbox refused meanwhile
+}
+
+// withRefusals adds what the sandbox refused to a summary.
+func withRefusals(s *OutputSummary, rs []Refusal) *OutputSummary {
+	for _, r := range rs {
+		s.Refused = append(s.Refused, r.String())
+	}
+	return s
 }
 
 // SessionFacts describe a session starting or ending.
@@ -170,10 +187,44 @@ type Stages struct {
 	Judged func(GateInput, Decision)
 	// ExecGate is the exec gate's mode (enforce, audit, off), for describe.
 	ExecGate string
+	// Log receives what the agent is not told: the stack of a policy
+	// decision that panicked. Nil discards it.
+	Log *slog.Logger
 }
 
 // ErrRefused is wrapped by every refusal of the gate.
 var ErrRefused = errors.New("refused")
+
+// A refusal is the gate saying no to one input. Its text is what the agent
+// reads; its decision goes into the result's structured content, so that
+// a refused call still says which rule refused it, why, and how severe.
+// A refusal's text says which kind it is, in so many words:
+//
+//   - "denied by RULE: reason" — the policy denied the input;
+//   - "not confirmed: ..." — the policy asked a human first, and the human
+//     declined, did not answer in time, or could not be asked;
+//   - "the audit log could not record this input" — the gateway itself
+//     refused, failing closed (rule audit.unavailable);
+//   - at Enter, "the line at Enter, ..." with one of the above.
+//
+// Every refusal ends by saying that nothing was sent (or ran).
+type refusal struct {
+	d       Decision
+	in      GateInput
+	message string
+}
+
+func (r *refusal) Error() string { return "refused: " + r.message }
+func (r *refusal) Unwrap() error { return ErrRefused }
+
+// auditRefusal is the refusal when the audit log cannot record an input.
+func auditRefusal(in GateInput, err error, tail string) *refusal {
+	return &refusal{
+		d:       Decision{Action: "deny", Rule: "audit.unavailable", Reason: "the audit log could not record this input", Severity: "high"},
+		in:      in,
+		message: fmt.Sprintf("the audit log could not record this input (%v); %s", err, tail),
+	}
+}
 
 // noPolicy is the decision when no policy engine is configured: the input is
 // allowed, and every result says so.
@@ -187,17 +238,27 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 	if p.Decider != nil {
 		d = p.decide(ctx, in)
 	}
+	return p.settle(ctx, req, in, d)
+}
+
+// settle runs stages 2–3 for a decision the policy made: a confirm asks
+// the human, and the outcome is recorded.
+func (p *Stages) settle(ctx context.Context, req *mcp.CallToolRequest, in GateInput, d Decision) (Decision, error) {
+	const nothingSent = "nothing was sent"
+	notConfirmed := "" // why a confirmation did not happen
+	asked := d.Reason  // the policy's reason for asking
 	switch d.Action {
 	case "allow":
 	case "confirm":
 		if p.Confirmer == nil {
+			notConfirmed = "no human can be asked (no confirmation channel is available)"
 			d = d.refused(d.Reason + " (needs a human's confirmation, and no confirmation channel is available)")
 			break
 		}
 		answering := req != nil && req.Params != nil && req.Params.RequestState != ""
 		if p.Auditor != nil && !answering {
 			if aerr := p.Auditor.Record(ctx, AuditEvent{Kind: "confirmation_asked", Input: in, Decision: d}); aerr != nil {
-				return d, fmt.Errorf("%w: the audit log could not record this input (%v); nothing was sent", ErrRefused, aerr)
+				return d, auditRefusal(in, aerr, nothingSent)
 			}
 		}
 		ok, err := p.Confirmer.Confirm(ctx, req, in, d)
@@ -213,15 +274,15 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 				how = "declined by the human"
 			}
 			if aerr := p.Auditor.Record(ctx, AuditEvent{Kind: "confirmation_answered", Input: in, Decision: d, Approved: ok && err == nil, Outcome: how}); aerr != nil {
-				return d, fmt.Errorf("%w: the audit log could not record this input (%v); nothing was sent", ErrRefused, aerr)
+				return d, auditRefusal(in, aerr, nothingSent)
 			}
 		}
 		if err != nil || !ok {
-			why := "the human declined"
+			notConfirmed = "the human declined"
 			if err != nil {
-				why = "not confirmed: " + err.Error()
+				notConfirmed = err.Error()
 			}
-			d = d.refused(d.Reason + " (" + why + ")")
+			d = d.refused(d.Reason + " (not confirmed: " + notConfirmed + ")")
 			break
 		}
 		d.Action = "allow"
@@ -233,25 +294,41 @@ func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInpu
 	}
 	if p.Auditor != nil {
 		if err := p.Auditor.Record(ctx, AuditEvent{Kind: "decision", Input: in, Decision: d}); err != nil {
-			return d, fmt.Errorf("%w: the audit log could not record this input (%v); nothing was sent", ErrRefused, err)
+			return d, auditRefusal(in, err, nothingSent)
 		}
 	}
-	if d.Action != "allow" {
-		return d, fmt.Errorf("%w: denied by %s: %s; nothing was sent", ErrRefused, d.Rule, d.Reason)
+	if d.Action == "allow" {
+		if p.Judged != nil {
+			p.Judged(in, d)
+		}
+		return d, nil
 	}
-	if p.Judged != nil {
-		p.Judged(in, d)
+	if notConfirmed != "" {
+		return d, &refusal{d: d, in: in, message: fmt.Sprintf("not confirmed: %s. Rule %s asks a human before this runs: %s; %s",
+			notConfirmed, d.Rule, asked, nothingSent)}
 	}
-	return d, nil
+	return d, &refusal{d: d, in: in, message: fmt.Sprintf("denied by %s: %s; %s", d.Rule, d.Reason, nothingSent)}
 }
 
 // decide asks the policy, failing closed: an error, or an action other
 // than allow, deny or confirm, is a deny.
-func (p *Stages) decide(ctx context.Context, in GateInput) Decision {
+func (p *Stages) decide(ctx context.Context, in GateInput) (d Decision) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.panicked(ctx, in, r)
+			d = Decision{Action: "deny", Rule: "policy.error", Reason: "the policy could not decide (an internal error, in the server log)", Severity: "high"}
+		}
+	}()
 	d, err := p.Decider.Decide(ctx, in)
 	switch {
 	case err != nil:
-		return Decision{Action: "deny", Rule: "policy.error", Reason: "the policy could not decide: " + err.Error(), Severity: "high", Policy: d.Policy}
+		// The whole error goes to the server log (a panic the engine
+		// recovered carries its stack); the agent gets its first line.
+		if p.Log != nil {
+			p.Log.Error("policy: the engine could not decide", "err", err)
+		}
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		return Decision{Action: "deny", Rule: "policy.error", Reason: "the policy could not decide: " + msg, Severity: "high", Policy: d.Policy}
 	case d.Action != "allow" && d.Action != "deny" && d.Action != "confirm":
 		return Decision{Action: "deny", Rule: "policy.undefined", Reason: fmt.Sprintf("the policy returned %q, which is not allow, deny or confirm", d.Action), Severity: "high", Policy: d.Policy}
 	}
@@ -266,22 +343,41 @@ func (p *Stages) judgeLine(ctx context.Context, in GateInput) error {
 	if p.Decider == nil {
 		return nil
 	}
+	const cleared = "the typed line was cleared and nothing ran"
 	d := p.decide(ctx, in)
-	if d.Action == "confirm" {
+	asked := d.Action == "confirm"
+	if asked {
 		d = d.refused(d.Reason + " (needs a human's confirmation: send the whole line with session_send to ask)")
 	}
 	if p.Auditor != nil {
 		if err := p.Auditor.Record(ctx, AuditEvent{Kind: "decision", Input: in, Decision: d}); err != nil {
-			return fmt.Errorf("%w: the audit log could not record this input (%v)", ErrRefused, err)
+			return auditRefusal(in, err, cleared)
 		}
 	}
-	if d.Action != "allow" {
-		return fmt.Errorf("%w: the line at Enter, %q, was denied by %s: %s; the typed line was cleared and nothing ran", ErrRefused, in.Text, d.Rule, d.Reason)
+	switch {
+	case d.Action == "allow":
+		if p.Judged != nil {
+			p.Judged(in, d)
+		}
+		return nil
+	case asked:
+		return &refusal{d: d, in: in, message: fmt.Sprintf("not confirmed: the line at Enter, %q, needs a human's confirmation (rule %s), which cannot be asked at Enter: send the whole line with session_send to ask; %s", in.Text, d.Rule, cleared)}
 	}
-	if p.Judged != nil {
-		p.Judged(in, d)
+	return &refusal{d: d, in: in, message: fmt.Sprintf("the line at Enter, %q, was denied by %s: %s; %s", in.Text, d.Rule, d.Reason, cleared)}
+}
+
+// panicked logs a policy decision that panicked, with its stack, and
+// records it as a tool_error; the decision is then a deny.
+func (p *Stages) panicked(ctx context.Context, in GateInput, r any) {
+	id := incidentID()
+	value := p.redact(fmt.Sprint(r))
+	if p.Log != nil {
+		p.Log.Error("recovered from a panic in the policy decision; the input is denied", "incident", id, "panic", value, "stack", string(debug.Stack()))
 	}
-	return nil
+	in.Text = "" // the decision record that follows holds the input
+	if err := p.record(ctx, AuditEvent{Kind: "tool_error", Input: in, Err: fmt.Sprintf("internal error (panic) in the policy decision, incident %s: %s", id, value)}); err != nil && p.Log != nil {
+		p.Log.Error("audit: recording a recovered panic", "incident", id, "err", err)
+	}
 }
 
 // redact runs stage 5 on text leaving the gateway.

@@ -37,6 +37,7 @@ func (g *gateway) addResources(srv *mcp.Server) {
 
 func (g *gateway) readSessionResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
+	g.testPanicPoint("resource " + uri)
 	rest, ok := strings.CutPrefix(uri, sessionURIPrefix)
 	id, kind, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 || id == "" {

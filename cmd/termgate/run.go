@@ -20,6 +20,7 @@ import (
 	"github.com/termgate/termgate/policies"
 	"github.com/termgate/termgate/policy"
 	"github.com/termgate/termgate/redact"
+	"github.com/termgate/termgate/sandbox"
 	"github.com/termgate/termgate/session"
 )
 
@@ -132,66 +133,31 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
 
-	src, err := cfg.policySourceFor(getenv)
+	gw, auditor, engine, err := assemble(ctx, cfg, logger, getenv)
 	if err != nil {
 		return err
 	}
-	engine, err := policy.New(ctx, src)
-	if err != nil {
-		return err
-	}
-	b := engine.Bundle()
-	logger.Info("policy loaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash, "signed", b.Signed, "from_cache", b.Cached)
-	if b.Cached {
-		logger.Warn("the bundle server was not reached at start: the cached bundle is in force until it is", "source", b.Source, "revision", b.Revision)
-	}
-	confirmer, err := newHumanConfirmer(cfg.ConfirmTTL)
-	if err != nil {
-		return err
-	}
-	confirmer.agentMode = cfg.ConfirmMode == "agent"
-	if confirmer.agentMode {
-		logger.Warn("--confirm-mode=agent: the agent may confirm, with a written justification, what a human would be asked")
-	}
-	specs, err := bundleSecrets(b)
-	if err != nil {
-		return err
-	}
-	secrets, err := loadSecrets(append(specs, cfg.Secrets...), getenv)
-	if err != nil {
-		return err
-	}
-	redactor, err := newRedactor(b, secrets)
-	if err != nil {
-		return err
-	}
-	logger.Info("redaction ready", "rules", redactor.Rules(), "secrets_held", len(secrets))
-	confirmer.redact = redactor.Redact
-	stages := Stages{Decider: engineDecider{engine}, Confirmer: confirmer, Redactor: redactor}
-	var auditor *ecsAuditor
-	if cfg.AuditLog != "off" {
-		auditor, err = newAuditor(cfg, redactor, engine, logger, getenv)
-		if err != nil {
-			return err
-		}
-		stages.Auditor = auditor
-		logger.Info("audit log", "path", auditor.log.Path())
-	} else {
-		logger.Warn("the audit log is off (--audit-log=off): nothing is recorded")
-	}
-	gw := newGateway(cfg, logger, stages)
-	gw.redactor, gw.secrets, gw.policy, gw.getenv = redactor, secrets, engine, getenv
-	gw.gate = newExecGate(gw, cfg.ExecGate) // the exec gate (execgate.go)
-	gw.stages.Judged, gw.stages.ExecGate = gw.gate.judged, cfg.ExecGate
-	gw.confirmer = confirmer
-	gw.protected = protectedPaths(cfg, getenv)
-	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
+	stages := gw.stages
 	// Sessions must not read this process's memory or environment.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)
 	}
 	bg := context.Background()
-	if err := stages.record(bg, AuditEvent{Kind: "server_start"}); err != nil {
+	// What gateways killed before they could close their sessions left
+	// behind (private directories, cgroups, processes in them) goes now;
+	// only what is tagged with a gateway process that is gone.
+	startFields := map[string]any{}
+	sw, err := sandbox.Sweep()
+	if err != nil {
+		logger.Error("sweeping what dead gateways left", "err", err)
+	}
+	if len(sw.Dirs)+len(sw.Cgroups)+sw.Processes > 0 {
+		logger.Warn("removed what dead gateways left behind", "directories", len(sw.Dirs), "cgroups", len(sw.Cgroups), "processes_killed", sw.Processes)
+		startFields["termgate.sweep.directories"] = len(sw.Dirs)
+		startFields["termgate.sweep.cgroups"] = len(sw.Cgroups)
+		startFields["termgate.sweep.processes"] = sw.Processes
+	}
+	if err := stages.record(bg, AuditEvent{Kind: "server_start", Fields: startFields}); err != nil {
 		return err
 	}
 	if err := stages.record(bg, AuditEvent{Kind: "policy_load"}); err != nil {
@@ -229,7 +195,8 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	defer func() { stopWatch(); <-watched }()
 
 	logger.Info("termgate serving on stdio", "version", version(), "stages", gw.stages.describe())
-	err = srv.Run(ctx, &lineTransport{in: stdin, out: stdout, maxLine: 4 * cfg.MaxInput, log: logger})
+	tr := &lineTransport{in: stdin, out: stdout, maxLine: maxMessage(cfg.MaxInput), maxInput: cfg.MaxInput, log: logger}
+	err = srv.Run(ctx, protocolTransport{Transport: tr, log: logger, dropped: gw.droppedResult})
 	switch {
 	case err == nil, errors.Is(err, io.EOF):
 		logger.Info("client disconnected; closing sessions")
@@ -247,6 +214,75 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	return nil
 }
 
+// assemble builds the gateway from the configuration: the policy engine,
+// confirmation, redaction and the audit log (nil with --audit-log=off).
+// serve runs it over stdio; tests wire the same gateway to in-memory
+// transports.
+func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(string) string) (*gateway, *ecsAuditor, *policy.Engine, error) {
+	src, err := cfg.policySourceFor(getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	engine, err := policy.New(ctx, src)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b := engine.Bundle()
+	logger.Info("policy loaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash, "signed", b.Signed, "from_cache", b.Cached)
+	if b.Cached {
+		logger.Warn("the bundle server was not reached at start: the cached bundle is in force until it is", "source", b.Source, "revision", b.Revision)
+	}
+	confirmer, err := newHumanConfirmer(cfg.ConfirmTTL)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	confirmer.agentMode = cfg.ConfirmMode == "agent"
+	if confirmer.agentMode {
+		logger.Warn("--confirm-mode=agent: the agent may confirm, with a written justification, what a human would be asked")
+	}
+	specs, err := bundleSecrets(b)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	secrets, err := loadSecrets(append(specs, cfg.Secrets...), getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	redactor, err := newRedactor(b, secrets)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	logger.Info("redaction ready", "rules", redactor.Rules(), "secrets_held", len(secrets))
+	confirmer.redact = redactor.Redact
+	stages := Stages{Decider: engineDecider{e: engine, gateway: policyGateway(cfg, getenv)}, Confirmer: confirmer, Redactor: redactor}
+	var auditor *ecsAuditor
+	if cfg.AuditLog != "off" {
+		auditor, err = newAuditor(cfg, redactor, engine, logger, getenv)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		stages.Auditor = auditor
+		logger.Info("audit log", "path", auditor.log.Path())
+	} else {
+		logger.Warn("the audit log is off (--audit-log=off): nothing is recorded")
+	}
+	gw := newGateway(cfg, logger, stages)
+	gw.redactor, gw.secrets, gw.policy, gw.getenv = redactor, secrets, engine, getenv
+	gw.confirmer = confirmer
+	gw.protected = protectedPaths(cfg, getenv)
+	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
+	gw.gate = newExecGate(gw, cfg.ExecGate) // the exec gate (execgate.go)
+	gw.stages.Judged, gw.stages.ExecGate = gw.gate.judged, cfg.ExecGate
+	hosts, err := readEgressHosts(cfg.EgressHosts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if gw.egress, err = newEgressGate(gw, hosts); err != nil {
+		return nil, nil, nil, err
+	}
+	return gw, auditor, engine, nil
+}
+
 // gateway holds the server's parts: the session manager, the pipeline
 // stages and the configuration. Handlers are its methods.
 type gateway struct {
@@ -262,7 +298,8 @@ type gateway struct {
 	getenv    func(string) string
 	protected []string // the gateway's own files: no session reaches them
 	confirmer *humanConfirmer
-	gate      *execGate // the exec gate; nil with --exec-gate=off
+	gate      *execGate   // the exec gate; nil with --exec-gate=off
+	egress    *egressGate // the egress proxy's judge; nil: no proxy sessions
 
 	// ends counts the watchers that record each session's end.
 	ends sync.WaitGroup
@@ -273,12 +310,34 @@ type gateway struct {
 	// continues on the next line: each continuation is judged with them.
 	unfinishedMu sync.Mutex
 	unfinished   map[string]string
+
+	// testOnlyPanic, when a test sets it, is called at points on a
+	// request's path ("tool NAME", "resource URI") and may panic there.
+	testOnlyPanic func(where string)
 }
 
 func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
+	if stages.Log == nil {
+		stages.Log = logger
+	}
 	g := &gateway{cfg: cfg, log: logger, stages: stages, env: os.Environ(), unfinished: map[string]string{}}
 	g.mgr = session.NewManager(cfg.limits(), func(s *session.Session) {
 		logger.Info("closed idle session", "session", s.ID(), "idle_timeout", cfg.IdleTimeout)
+	})
+	g.mgr.OnPanic(func(id, where string, v any, stack []byte) {
+		logger.Error("a session goroutine panicked; the session was ended", "session", id, "where", where, "panic", fmt.Sprint(v), "stack", string(stack))
+		ev := AuditEvent{Kind: "tool_error", Err: "internal error in the session's " + where + " (the server log has the stack); the session was ended", Input: GateInput{Session: &GateRef{ID: id}}}
+		if err := g.stages.record(context.Background(), ev); err != nil {
+			logger.Error("audit: recording a session's internal error", "session", id, "err", err)
+		}
+	})
+	// What the gateway keeps per session goes when the manager lets the
+	// session go.
+	g.mgr.OnForget(func(id string) {
+		g.recordings.Delete(id)
+		g.unfinishedMu.Lock()
+		delete(g.unfinished, id)
+		g.unfinishedMu.Unlock()
 	})
 	return g
 }
@@ -291,6 +350,10 @@ func (g *gateway) shutdown() error {
 	err := g.mgr.Shutdown(ctx)
 	g.ends.Wait()
 	g.gate.stop() // every session's execs are recorded
+	if g.egress != nil {
+		g.egress.close() // every session's proxy is gone with its session; this is the rest
+	}
+	sandbox.ReleaseOwner()
 	return err
 }
 
@@ -303,6 +366,8 @@ func (g *gateway) server() *mcp.Server {
 		t.register(srv)
 	}
 	g.addResources(srv)
+	g.addTestHooks(srv)
+	srv.AddReceivingMiddleware(g.middleware)
 	return srv
 }
 

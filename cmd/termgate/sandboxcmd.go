@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,12 +85,23 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1
 	}
-	g := &gateway{cfg: cfg, getenv: getenv, protected: protectedPaths(cfg, getenv), env: sessionEnv(os.Environ(), nil)}
+	g := &gateway{cfg: cfg, getenv: getenv, protected: protectedPaths(cfg, getenv), env: sessionEnv(os.Environ(), nil),
+		policy: engine, stages: Stages{Decider: engineDecider{e: engine, gateway: policyGateway(cfg, getenv)}}, log: slog.New(slog.NewTextHandler(stderr, nil))}
+	// A proxy profile's destinations are judged by the policy; no human
+	// is asked, and each refusal is said on stderr.
+	if g.egress, err = newEgressGate(g, nil); err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 1
+	}
+	defer g.egress.close()
+	g.egress.noHuman = "termgate sandbox run asks no human: allow the destination in the policy"
+	g.egress.notify = func(r Refusal) { fmt.Fprintf(stderr, "termgate: sandbox refused %s\n", r) }
 	l, err := g.prepareLaunch(engine.Bundle(), *profile, dir, argv)
 	if err != nil {
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1
 	}
+	defer g.egress.end(l.egress)
 	if l.spec == nil {
 		fmt.Fprintln(stderr, "termgate: sandbox run confines; --sandbox=off is not for it")
 		return 2
@@ -100,9 +112,9 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 	cmd := exec.Command(path)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	o := sandbox.Options{Name: fmt.Sprintf("run-%d", os.Getpid())}
+	o := sandbox.Options{Name: fmt.Sprintf("run-%d", os.Getpid()), TmpKind: "run"}
 	if *gateMode != "off" {
-		o.Judge, o.GateMode = runJudge(engine, *gateMode, home, stderr), *gateMode
+		o.Judge, o.GateMode = runJudge(engine, policyGateway(cfg, getenv), *gateMode, home, stderr), *gateMode
 		o.GateBestEffort = cfg.Sandbox == "best-effort" || *gateMode == "audit"
 		o.Programs = sandbox.NewProgramIndex(append(sandbox.SystemProgramDirs(), filepath.SplitList(getenv("PATH"))...))
 	}
@@ -131,7 +143,7 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 // with the bundle's rules, as a session's are. There is no call to ask a
 // human through (the command has the terminal): what the policy wants
 // confirmed is refused. Each refusal is told on stderr.
-func runJudge(engine *policy.Engine, mode, home string, stderr io.Writer) sandbox.ExecJudge {
+func runJudge(engine *policy.Engine, gw policy.Gateway, mode, home string, stderr io.Writer) sandbox.ExecJudge {
 	return func(ctx context.Context, r *sandbox.ExecRequest) sandbox.ExecVerdict {
 		if r.Launcher {
 			return sandbox.ExecVerdict{Allow: true}
@@ -141,7 +153,7 @@ func runJudge(engine *policy.Engine, mode, home string, stderr io.Writer) sandbo
 			reason = "the exec could not be read whole: " + r.Unreadable.Error()
 		} else {
 			d, err := engine.Decide(ctx, policy.Input{Action: "exec", Program: r.Program, Exec: &policy.Exec{
-				Argv: r.Argv, Path: r.Executable, Cwd: r.Cwd, Parents: r.Parents, IdentifiedBy: r.IdentifiedBy, Home: home}})
+				Argv: r.Argv, Path: r.Executable, Cwd: r.Cwd, Parents: r.Parents, IdentifiedBy: r.IdentifiedBy, Home: home}, Gateway: &gw})
 			switch {
 			case err == nil && d.Action == "allow":
 				return sandbox.ExecVerdict{Allow: true}

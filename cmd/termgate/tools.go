@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,20 +32,106 @@ func newTool[In, Out any](t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) toolDef {
 
 func ptr[T any](v T) *T { return &v }
 
-// guard redacts the error a handler returns: an error can quote input
-// (a refused line, an argv) that holds a secret.
+// guard wraps every tool handler. It ties the call's audit records
+// together, reports progress when the client asked for it, and checks the
+// arguments' size. Of what the handler returns, it redacts an error (an
+// error can quote input that holds a secret) and records it as a
+// tool_error; a refusal becomes an isError result whose structured
+// content still carries the decision; a panic becomes an isError result
+// (protocol.go).
 func guard[In, Out any](g *gateway, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
-	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
 		ctx = withCall(ctx, req)
-		res, out, err := h(ctx, req, in)
-		if err != nil {
-			err = errors.New(g.stages.redact(err.Error()))
-			if aerr := g.stages.record(ctx, AuditEvent{Kind: "tool_error", Err: err.Error(), Input: GateInput{Client: clientOf(req)}}); aerr != nil {
-				g.log.Error("audit: recording a tool error", "err", aerr)
-			}
+		name := ""
+		if req != nil && req.Params != nil {
+			name = req.Params.Name
 		}
-		return res, out, err
+		defer func() {
+			if r := recover(); r != nil {
+				var zero Out
+				res, out, err = nil, zero, errors.New(g.panicked(ctx, "tool "+name, r, GateInput{Client: clientOf(req)}))
+			}
+		}()
+		p := g.startProgress(ctx, req)
+		defer p.stop()
+		ctx = context.WithValue(ctx, progressKey{}, p)
+		g.testPanicPoint("tool " + name)
+		if err = g.checkArgsSize(req); err == nil {
+			res, out, err = h(ctx, req, in)
+		}
+		if err == nil {
+			return res, out, nil
+		}
+		var ref *refusal
+		if errors.As(err, &ref) {
+			err = ref // what the session wrapped it in (a refusal at Enter) goes
+		}
+		msg := g.stages.redact(err.Error())
+		switch {
+		case ref != nil:
+			if r, ok := any(&out).(refusable); ok {
+				r.refused(g, ref)
+			}
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+		case ctx.Err() != nil:
+			// The client cancelled the call (or went away): it gets no
+			// answer; what the call started keeps running.
+			msg = fmt.Sprintf("the call was cancelled (%v); what it started keeps running, and session_read shows its output", context.Cause(ctx))
+		}
+		if aerr := g.stages.record(ctx, AuditEvent{Kind: "tool_error", Err: msg, Input: GateInput{Client: clientOf(req)}}); aerr != nil {
+			g.log.Error("audit: recording a tool error", "err", aerr)
+		}
+		if ref != nil {
+			return res, out, nil
+		}
+		return res, out, errors.New(msg)
 	}
+}
+
+// checkArgsSize bounds a call's arguments as a whole, whatever fields they
+// hold: at most what --max-input allows each input, with room for JSON's
+// escapes. Each input field is checked exactly as well (checkInputSize).
+func (g *gateway) checkArgsSize(req *mcp.CallToolRequest) error {
+	if req == nil || req.Params == nil {
+		return nil
+	}
+	limit := 8*g.cfg.MaxInput + 64<<10
+	if n := len(req.Params.Arguments); n > limit {
+		return fmt.Errorf("the call's arguments are %d bytes, over the limit of %d bytes (--max-input is %d; JSON escapes counted); nothing was sent", n, limit, g.cfg.MaxInput)
+	}
+	return nil
+}
+
+// refusable results carry a refusal's decision in their structured
+// content, with what else is known of the session or the start.
+type refusable interface {
+	refused(g *gateway, r *refusal)
+}
+
+// refused: nothing of this call runs (complete); the session is described
+// as it is.
+func (o *ioOut) refused(g *gateway, r *refusal) {
+	o.Decision, o.Complete = &r.d, true
+	if r.in.Session == nil {
+		return
+	}
+	o.SessionID = r.in.Session.ID
+	if s, err := g.mgr.Get(o.SessionID); err == nil {
+		st := s.Status()
+		o.Alive, o.Program, o.Busy, o.EchoOff = st.Alive, st.Program, st.Busy, st.EchoOff
+	}
+}
+
+func (o *startOut) refused(g *gateway, r *refusal) {
+	o.Decision, o.Stages, o.Argv = &r.d, g.stages.describe(), []string{}
+	if r.in.Start != nil {
+		o.Name, o.Argv = r.in.Start.Name, g.redactAll(r.in.Start.Argv)
+	}
+}
+
+// refused: the command did not run, so it has no exit code (-1).
+func (o *execOut) refused(g *gateway, r *refusal) {
+	o.Decision, o.ExitCode = &r.d, -1
 }
 
 // redactAll redacts each string of a list (an argv).
@@ -99,7 +187,7 @@ func (g *gateway) baseTools() []toolDef {
 		}, guard(g, g.sessionKeys)),
 		newTool(&mcp.Tool{
 			Name:        "session_read",
-			Description: "Read a session without sending anything: mode new (output since the last read; with timeout_ms, wait for the running command), screen (the visible screen and cursor, for vim, top, less), or scrollback (the last lines of history).",
+			Description: "Read a session without sending anything: mode new (output since the last read, at once; with timeout_ms, wait for the running command), screen (the visible screen and cursor, for vim, top, less), scrollback (the last lines of history), or log (the session's whole history as a human reads it, paged: offset is the first line (terminal row, 0 the first ever, negative from the end), lines how many; the result gives next_offset and total_lines). A result whose output was cut gives in rest the exact log call that returns what was cut.",
 			Annotations: annotations("Read a session", true, false, true, false),
 		}, guard(g, g.sessionRead)),
 		newTool(&mcp.Tool{
@@ -147,8 +235,11 @@ type ioOut struct {
 	Screen     bool      `json:"screen,omitempty" jsonschema:"output is the rendered screen of a full-screen program"`
 	Continued  bool      `json:"continued,omitempty" jsonschema:"the shell waits for the rest of an unfinished command"`
 	EchoOff    bool      `json:"echo_off,omitempty" jsonschema:"the terminal is reading with echo off (a password prompt)"`
-	LostLines  int64     `json:"lost_lines,omitempty" jsonschema:"lines that scrolled past the scrollback before they could be read"`
+	LostLines  int64     `json:"lost_lines,omitempty" jsonschema:"lines that scrolled past the scrollback before they could be read (the output log may still hold them: see rest)"`
+	Rest       *readCall `json:"rest,omitempty" jsonschema:"when output was cut: the session_read call (mode log) that returns what was cut"`
 	Decision   *Decision `json:"decision,omitempty" jsonschema:"the gate's decision on this input"`
+	Refused    []Refusal `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while this call ran (a connection the egress proxy refused): destination, program, profile, rule, reason"`
+	refusedN   int       // refusals past the list
 	// ExecRefused are the programs the exec gate refused during the call.
 	ExecRefused []execRefusal `json:"exec_refused,omitempty" jsonschema:"programs the command started that the exec gate refused (EPERM): which, by which rule, why; the rest of the command may have run"`
 }
@@ -160,11 +251,13 @@ func (o ioOut) text() string {
 		b.WriteByte('\n')
 	}
 	b.WriteString(refusalText(o.ExecRefused))
+	b.WriteString(refusedText(o.Refused, o.refusedN))
 	fmt.Fprintf(&b, "[session %s · %s", o.SessionID, o.Program)
-	if o.Complete {
-		fmt.Fprintf(&b, " · complete (%s)", o.Completion)
-	} else {
+	switch {
+	case !o.Complete:
 		b.WriteString(" · still running: session_read with timeout_ms waits for more")
+	case o.Completion != "":
+		fmt.Fprintf(&b, " · complete (%s)", o.Completion)
 	}
 	if o.ExitCode != nil {
 		fmt.Fprintf(&b, " · exit %d", *o.ExitCode)
@@ -177,6 +270,9 @@ func (o ioOut) text() string {
 	}
 	if !o.Alive {
 		b.WriteString(" · exited")
+	}
+	if o.Rest != nil {
+		fmt.Fprintf(&b, " · output cut: %s returns the rest", o.Rest)
 	}
 	b.WriteString("]")
 	return b.String()
@@ -229,14 +325,17 @@ func compileWaitFor(expr string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
+// maxOutput checks a call's max_output: 0 is --max-output, and a call may
+// ask for any cap from 1 to --max-output-ceiling. A result never holds more
+// characters than its cap, the line that says what was cut included.
 func (g *gateway) maxOutput(n int) (int, error) {
 	switch {
 	case n < 0:
 		return 0, errors.New("max_output must not be negative")
-	case n == 0 || n > g.cfg.MaxOutput:
+	case n == 0:
 		return g.cfg.MaxOutput, nil
-	case n < 200:
-		return 200, nil
+	case n > g.cfg.MaxOutputCeiling:
+		return 0, fmt.Errorf("max_output %d is over the ceiling of %d (--max-output-ceiling)", n, g.cfg.MaxOutputCeiling)
 	}
 	return n, nil
 }
@@ -256,59 +355,6 @@ func clientOf(req *mcp.CallToolRequest) Client {
 		return Client{Name: ci.Name, Version: ci.Version}
 	}
 	return Client{}
-}
-
-// capOutput keeps the head and tail of text within max characters and says
-// in the middle what was cut and how to read it.
-func capOutput(text string, max int, sessionID string) (string, bool) {
-	if utf8.RuneCountInString(text) <= max {
-		return text, false
-	}
-	headN := max / 3
-	tailN := max - headN - 200
-	head := cutRunes(text, headN, false)
-	if i := strings.LastIndexByte(head, '\n'); i > len(head)/2 {
-		head = head[:i+1]
-	}
-	tail := cutRunes(text, tailN, true)
-	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/2 {
-		tail = tail[i+1:]
-	}
-	cut := text[len(head) : len(text)-len(tail)]
-	hint := "session_read with mode \"scrollback\" and lines shows the history"
-	if sessionID != "" {
-		hint = fmt.Sprintf(`session_read {"session_id":%q,"mode":"scrollback","lines":N} shows the history`, sessionID)
-	}
-	marker := fmt.Sprintf("[... %d lines (%d characters) cut here; %s ...]\n",
-		strings.Count(cut, "\n"), utf8.RuneCountInString(cut), hint)
-	if !strings.HasSuffix(head, "\n") {
-		head += "\n"
-	}
-	return head + marker + tail, true
-}
-
-// cutRunes returns the first (or last) n runes of s.
-func cutRunes(s string, n int, last bool) string {
-	if !last {
-		i := 0
-		for pos := range s {
-			if i == n {
-				return s[:pos]
-			}
-			i++
-		}
-		return s
-	}
-	i := 0
-	for pos := len(s); pos > 0; {
-		_, size := utf8.DecodeLastRuneInString(s[:pos])
-		pos -= size
-		i++
-		if i == n {
-			return s[pos:]
-		}
-	}
-	return s
 }
 
 // ---- session_start ----
@@ -342,6 +388,7 @@ type startOut struct {
 	Sandbox     string            `json:"sandbox" jsonschema:"the session's confinement"`
 	Stages      map[string]string `json:"stages" jsonschema:"which gateway stages are in force"`
 	Decision    *Decision         `json:"decision,omitempty" jsonschema:"the gate's decision on the start"`
+	Refused     []Refusal         `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while the program started (a connection the egress proxy refused)"`
 }
 
 // sandboxText says how a session is confined, for results.
@@ -402,6 +449,13 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	gin := startInput(in.Name, argv, dir, agent)
 	gin.Client = clientOf(req)
+	answers, declined, err := g.egress.answer(ctx, req, gin)
+	if err == nil {
+		err = declined
+	}
+	if err != nil {
+		return nil, out, err
+	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -413,9 +467,13 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, out, err
 	}
+	ctx, done := g.egress.call(ctx, req, "", l.egress)
+	defer done()
+	g.egress.apply("", l.egress, answers)
 	env := mergeEnv(l.env, append([]string{"TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec}
 	spec.ExecGate = g.gate.forSession()
+	spec.OutputLogMax = g.outputLogMax()
 	var tap *recordingTap
 	var tapErr error
 	if g.cfg.RecordDir != "" {
@@ -429,8 +487,11 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	s, err := g.mgr.Start(spec)
 	if err != nil {
+		g.egress.end(l.egress)
 		return nil, out, fmt.Errorf("session not started: %w", err)
 	}
+	progressOf(ctx).watch(s)
+	g.egress.started(s.ID(), l.egress)
 	if tapErr != nil {
 		_ = g.mgr.Close(ctx, s.ID())
 		return nil, out, fmt.Errorf("session not started: its recording could not be made: %w", tapErr)
@@ -451,6 +512,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	go func() {
 		defer g.ends.Done()
 		<-s.Done()
+		g.egress.end(l.egress)
 		g.gate.closed(s.ID())
 		if tap != nil {
 			if err := tap.close(); err != nil {
@@ -462,11 +524,30 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		}
 	}()
 	r, err := s.WaitStart(ctx, session.WaitOpts{Timeout: wait, Quiet: g.cfg.Quiet})
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
+		if ctx.Err() != nil {
+			// The call was cancelled (or its client went away) before the
+			// agent learned the session's id: nobody could use or close
+			// it, so it is closed here.
+			cctx, cancel := context.WithTimeout(context.Background(), 4*g.cfg.CloseGrace+5*time.Second)
+			defer cancel()
+			if cerr := g.mgr.Close(cctx, s.ID()); cerr != nil {
+				g.log.Error("closing a session whose start was cancelled", "session", s.ID(), "err", cerr)
+			}
+		}
 		return nil, out, err
 	}
+	if ask := g.egress.askResult(ctx, gin); ask != nil {
+		// The human is asked about the connections the program was
+		// refused; an approval starts it again, as a new session.
+		_ = g.mgr.Close(ctx, s.ID())
+		return ask, startOut{}, nil
+	}
 	st := s.Status()
-	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, s.ID())
+	text, truncated, _ := g.capResult(s, r, g.stages.redact(r.Output), maxOut)
 	out = startOut{
 		SessionID: s.ID(), Name: in.Name, Pid: st.Pid, Argv: g.redactAll(argv), Mode: string(mode),
 		Program: st.Program, Integration: st.Integration,
@@ -474,11 +555,13 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		Prompt: g.stages.redact(r.Prompt), Truncated: truncated,
 		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d,
 	}
-	if err := g.stages.outcome(ctx, gin, d, "session "+s.ID()+" started", summarize(text, out.Completion, nil)); err != nil {
+	refusedN := 0
+	out.Refused, refusedN = g.egress.refused(ctx)
+	if err := g.stages.outcome(ctx, gin, d, "session "+s.ID()+" started", withRefusals(summarize(text, out.Completion, nil), out.Refused)); err != nil {
 		return nil, out, err
 	}
 	g.log.Info("session started", "session", s.ID(), "program", st.Program, "pid", st.Pid, "mode", mode)
-	summary := fmt.Sprintf("%s[session %s started: %s, pid %d, %s", withNL(text), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
+	summary := fmt.Sprintf("%s%s[session %s started: %s, pid %d, %s", withNL(text), refusedText(out.Refused, refusedN), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
 	if out.Prompt != "" {
 		summary += fmt.Sprintf(", prompt %q", out.Prompt)
 	}
@@ -561,6 +644,7 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	progressOf(ctx).watch(s)
 	ctx, endCall := g.gate.begin(ctx, s.ID(), req)
 	defer endCall()
 	if in.SecretRef != "" || in.Secret != "" {
@@ -581,7 +665,10 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	gin := GateInput{
 		Action: "input", Text: judged, Program: st.Program, Secret: st.EchoOff,
 		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
-		Client:  clientOf(req),
+		Client:  clientOf(req), Cwd: foregroundCwd(st.Pid),
+	}
+	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
+		return nil, out, err
 	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
@@ -592,6 +679,8 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	o.Judge = g.lineJudge(ctx, s, gin)
 	o.Approved = strings.Split(strings.ReplaceAll(in.Text, "\r\n", "\n"), "\n")
+	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+	defer done()
 	r, err := s.Send(ctx, in.Text, enter, o)
 	if err != nil {
 		return nil, out, sendError(s, err)
@@ -667,6 +756,9 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
 		Client:  clientOf(req),
 	}
+	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
+		return nil, out, err
+	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -674,6 +766,8 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 	if err != nil {
 		return nil, out, err
 	}
+	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+	defer done()
 	r, err := s.Send(ctx, value, in.Enter == nil || *in.Enter, o)
 	if err != nil {
 		return nil, out, sendError(s, err)
@@ -703,10 +797,15 @@ func (g *gateway) lineJudge(ctx context.Context, s *session.Session, base GateIn
 		if strings.Contains(line, "[REDACTED:") {
 			// The screen shows the line redacted; what would run is not
 			// what the policy would see. Fail closed.
-			return fmt.Errorf("%w: the line at Enter holds text the redactor masked on the screen, so it cannot be judged as it would run; the typed line was cleared and nothing ran. Send the whole line with session_send", ErrRefused)
+			const why = "the line at Enter holds text the redactor masked on the screen, so it cannot be judged as it would run"
+			return &refusal{
+				d:       Decision{Action: "deny", Rule: "redaction.masked_line", Reason: why, Severity: "high"},
+				in:      base,
+				message: why + "; the typed line was cleared and nothing ran. Send the whole line with session_send",
+			}
 		}
 		in := base
-		in.Action, in.Program, in.Text = "input", st.Program, g.continuing(s.ID(), line)
+		in.Action, in.Program, in.Text, in.Cwd = "input", st.Program, g.continuing(s.ID(), line), foregroundCwd(st.Pid)
 		return g.stages.judgeLine(ctx, in)
 	}
 }
@@ -726,20 +825,21 @@ func sendError(s *session.Session, err error) error {
 
 // ioResult redacts, caps and records a session result.
 func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Result, maxOut int, gin GateInput, d *Decision) (*mcp.CallToolResult, ioOut, error) {
-	st := s.Status()
-	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, s.ID())
-	if r.LostLines > 0 {
-		text = fmt.Sprintf("[... %d earlier lines scrolled past the %d-line scrollback and are gone ...]\n", r.LostLines, g.cfg.Scrollback) + text
+	if ask := g.egress.askResult(ctx, gin); ask != nil {
+		return ask, ioOut{}, nil
 	}
+	st := s.Status()
+	text, truncated, rest := g.capResult(s, r, g.stages.redact(r.Output), maxOut)
 	out := ioOut{
 		SessionID: s.ID(), Output: text, Complete: r.Complete, Completion: string(r.Completion),
 		ExitCode: r.ExitCode, Prompt: g.stages.redact(r.Prompt), Alive: st.Alive, Program: st.Program,
 		Busy: st.Busy, Truncated: truncated, Screen: r.Screen, Continued: r.Continued,
-		EchoOff: st.EchoOff, LostLines: r.LostLines, Decision: d, ExecRefused: refusalsOf(ctx),
+		EchoOff: st.EchoOff, LostLines: r.LostLines, Rest: rest, Decision: d, ExecRefused: refusalsOf(ctx),
 	}
+	out.Refused, out.refusedN = g.egress.refused(ctx)
 	if d != nil {
 		summary := fmt.Sprintf("%s: %d characters of output", out.Completion, len(text))
-		if err := g.stages.outcome(ctx, gin, *d, summary, summarize(text, out.Completion, r.ExitCode)); err != nil {
+		if err := g.stages.outcome(ctx, gin, *d, summary, withRefusals(summarize(text, out.Completion, r.ExitCode), out.Refused)); err != nil {
 			return nil, out, fmt.Errorf("the audit log could not record the outcome: %w", err)
 		}
 	}
@@ -765,6 +865,7 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	progressOf(ctx).watch(s)
 	ctx, endCall := g.gate.begin(ctx, s.ID(), req)
 	defer endCall()
 	if len(in.Keys) == 0 || len(in.Keys) > maxKeys {
@@ -774,7 +875,8 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 	size := 0
 	for _, k := range in.Keys {
 		var key session.Key
-		if utf8.RuneCountInString(k) == 1 && k != " " {
+		if r, _ := utf8.DecodeRuneInString(k); utf8.RuneCountInString(k) == 1 && unicode.IsPrint(r) {
+			// A printable character, a space included, is typed as is.
 			key = session.Key{Name: k, Repeat: 1, Literal: true}
 		} else if key, err = session.ParseKey(k); err != nil {
 			return nil, out, fmt.Errorf("%v; nothing was sent", err)
@@ -794,6 +896,9 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
 		Client:  clientOf(req),
 	}
+	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
+		return nil, out, err
+	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -802,6 +907,8 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, out, err
 	}
 	o.Judge = g.lineJudge(ctx, s, gin)
+	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+	defer done()
 	r, err := s.SendKeys(ctx, keys, o)
 	if err != nil {
 		return nil, out, sendError(s, err)
@@ -813,20 +920,42 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 
 type readIn struct {
 	SessionID string `json:"session_id" jsonschema:"session id or name"`
-	Mode      string `json:"mode,omitempty" jsonschema:"new (default), screen or scrollback"`
-	Lines     int    `json:"lines,omitempty" jsonschema:"scrollback: how many lines; default 200"`
-	TimeoutMs int    `json:"timeout_ms,omitempty" jsonschema:"new: wait up to this long for the running command to complete (or wait_for); 0 returns at once"`
+	Mode      string `json:"mode,omitempty" jsonschema:"new (default): output since the last read; screen: the visible screen; scrollback: the last lines of history; log: the session's whole history, paged by offset"`
+	Lines     int    `json:"lines,omitempty" jsonschema:"scrollback: how many lines, default 200; log: how many lines (terminal rows) at most, default as many as fit in max_output"`
+	Offset    int64  `json:"offset,omitempty" jsonschema:"log: the first line (terminal row) to read, 0 being the session's first; negative counts back from the end (-100: the last hundred); a cut result's rest gives it"`
+	TimeoutMs int    `json:"timeout_ms,omitempty" jsonschema:"new: wait up to this long for the running command to complete (or wait_for); 0 (the default) returns at once"`
 	WaitFor   string `json:"wait_for,omitempty" jsonschema:"new: complete when this regular expression matches"`
-	MaxOutput int    `json:"max_output,omitempty" jsonschema:"cap on returned characters"`
+	MaxOutput int    `json:"max_output,omitempty" jsonschema:"cap on returned characters, what was cut said included; default --max-output, at most --max-output-ceiling"`
 }
 
 type readOut struct {
 	ioOut
-	CursorRow int  `json:"cursor_row,omitempty" jsonschema:"screen: the cursor's row, from 0"`
-	CursorCol int  `json:"cursor_col,omitempty" jsonschema:"screen: the cursor's column, from 0"`
-	AltScreen bool `json:"alt_screen,omitempty" jsonschema:"screen: a full-screen program is showing its own screen"`
-	Rows      int  `json:"rows,omitempty" jsonschema:"screen: terminal rows"`
-	Cols      int  `json:"cols,omitempty" jsonschema:"screen: terminal columns"`
+	CursorRow int      `json:"cursor_row,omitempty" jsonschema:"screen: the cursor's row, from 0"`
+	CursorCol int      `json:"cursor_col,omitempty" jsonschema:"screen: the cursor's column, from 0"`
+	AltScreen bool     `json:"alt_screen,omitempty" jsonschema:"screen: a full-screen program is showing its own screen"`
+	Rows      int      `json:"rows,omitempty" jsonschema:"screen: terminal rows"`
+	Cols      int      `json:"cols,omitempty" jsonschema:"screen: terminal columns"`
+	Log       *logInfo `json:"log,omitempty" jsonschema:"log: where this page sits in the session's history"`
+}
+
+// text renders a read: a page of the log says where it is and how to go on.
+func (o readOut) text() string {
+	if o.Log == nil {
+		return o.ioOut.text()
+	}
+	io := o.ioOut
+	io.Rest = nil
+	t := strings.TrimSuffix(io.text(), "]")
+	l := o.Log
+	if l.NextOffset > l.Offset {
+		t += fmt.Sprintf(" · lines %d to %d of %d", l.Offset, l.NextOffset-1, l.TotalLines)
+	} else {
+		t += fmt.Sprintf(" · no lines from %d of %d", l.Offset, l.TotalLines)
+	}
+	if o.Rest != nil {
+		return t + "; next: " + o.Rest.String() + "]"
+	}
+	return t + "; the end of the history so far]"
 }
 
 func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in readIn) (*mcp.CallToolResult, readOut, error) {
@@ -835,9 +964,13 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	progressOf(ctx).watch(s)
 	maxOut, err := g.maxOutput(in.MaxOutput)
 	if err != nil {
 		return nil, out, err
+	}
+	if in.Mode != "log" && in.Offset != 0 {
+		return nil, out, errors.New("offset applies to mode log only")
 	}
 	switch in.Mode {
 	case "", "new":
@@ -846,15 +979,22 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 			return nil, out, err
 		}
 		if in.TimeoutMs == 0 && in.WaitFor == "" {
-			o.Timeout = 0
+			o.NoWait = true // no timeout_ms: what is there now, at once
 		}
+		// A read binds the human's answer about connections to its session.
+		bind := GateInput{Action: "read", Session: &GateRef{ID: s.ID()}, Client: clientOf(req)}
+		if err := g.egressAnswer(ctx, req, bind, s); err != nil {
+			return nil, out, err
+		}
+		ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+		defer done()
 		ctx, endCall := g.gate.begin(ctx, s.ID(), req)
 		defer endCall()
 		r, err := s.Read(ctx, o)
 		if err != nil {
 			return nil, out, err
 		}
-		res, io, err := g.ioResult(ctx, s, r, maxOut, GateInput{}, nil)
+		res, io, err := g.ioResult(ctx, s, r, maxOut, bind, nil)
 		out.ioOut = io
 		return res, out, err
 	case "screen", "scrollback":
@@ -862,9 +1002,10 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 			return nil, out, fmt.Errorf("timeout_ms and wait_for apply to mode new only")
 		}
 		st := s.Status()
-		var text string
+		r := session.Result{}
 		if in.Mode == "screen" {
-			text, out.CursorRow, out.CursorCol = s.Screen()
+			r.Output, out.CursorRow, out.CursorCol = s.Screen()
+			r.Screen = true
 			out.AltScreen, out.Rows, out.Cols = st.AltScreen, st.Rows, st.Cols
 		} else {
 			n := in.Lines
@@ -872,18 +1013,27 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 				n = 200
 			}
 			if n > g.cfg.Scrollback+maxRows {
-				return nil, out, fmt.Errorf("lines must be at most %d", g.cfg.Scrollback+maxRows)
+				return nil, out, fmt.Errorf("lines must be at most %d; mode log pages the whole history", g.cfg.Scrollback+maxRows)
 			}
-			text = s.Scrollback(n)
+			r.Output, r.OutputRows = s.ScrollbackRows(n)
 		}
-		text, truncated := capOutput(g.stages.redact(text), maxOut, "")
+		text, truncated, rest := g.capResult(s, r, g.stages.redact(r.Output), maxOut)
 		out.ioOut = ioOut{
 			SessionID: s.ID(), Output: text, Complete: true, Alive: st.Alive, Program: st.Program,
 			Busy: st.Busy, Truncated: truncated, Screen: in.Mode == "screen", ExitCode: st.ExitCode, EchoOff: st.EchoOff,
+			Rest: rest,
+		}
+		return textResult(out.text()), out, nil
+	case "log":
+		if in.TimeoutMs != 0 || in.WaitFor != "" {
+			return nil, out, fmt.Errorf("timeout_ms and wait_for apply to mode new only")
+		}
+		if out, err = g.sessionLog(s, in, maxOut); err != nil {
+			return nil, out, err
 		}
 		return textResult(out.text()), out, nil
 	default:
-		return nil, out, fmt.Errorf("mode must be new, screen or scrollback, not %q", in.Mode)
+		return nil, out, fmt.Errorf("mode must be new, screen, scrollback or log, not %q", in.Mode)
 	}
 }
 
@@ -1055,12 +1205,13 @@ type execIn struct {
 
 type execOut struct {
 	Output    string    `json:"output" jsonschema:"stdout and stderr, interleaved, redacted, capped"`
-	ExitCode  int       `json:"exit_code" jsonschema:"the command's exit code (128+n when killed by signal n)"`
+	ExitCode  int       `json:"exit_code" jsonschema:"the command's exit code (128+n when killed by signal n; -1 when it was refused and did not run)"`
 	TimedOut  bool      `json:"timed_out" jsonschema:"the command was killed at timeout_ms"`
 	Truncated bool      `json:"truncated" jsonschema:"output was capped"`
 	Duration  int64     `json:"duration_ms" jsonschema:"how long it ran"`
 	Sandbox   string    `json:"sandbox" jsonschema:"the command's confinement"`
 	Decision  *Decision `json:"decision,omitempty" jsonschema:"the gate's decision"`
+	Refused   []Refusal `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while the command ran (a connection the egress proxy refused): destination, program, profile, rule, reason"`
 	// ExecRefused are the programs the exec gate refused during the run.
 	ExecRefused []execRefusal `json:"exec_refused,omitempty" jsonschema:"programs the command started that the exec gate refused (EPERM): which, by which rule, why; the rest of the command may have run"`
 }
@@ -1094,6 +1245,13 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: dir.Path, Env: agent.Names, EnvValues: agent.Pairs},
 		Client: clientOf(req),
 	}
+	answers, declined, err := g.egress.answer(ctx, req, gin)
+	if err == nil {
+		err = declined
+	}
+	if err != nil {
+		return nil, out, err
+	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -1110,23 +1268,38 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	if err != nil {
 		return nil, out, err
 	}
+	ctx, done := g.egress.call(ctx, req, "", l.egress)
+	defer done()
+	defer g.egress.end(l.egress)
+	g.egress.apply("", l.egress, answers)
 	env := mergeEnv(l.env, append([]string{"TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	sb := l.spec
 	gate, call := g.gate.forExec(ctx, req, in.Command, envValue(env, "HOME"), confirmedDecision(d))
-	r, err := session.Exec(ctx, argv, dir.Path, env, limit, 4*g.cfg.MaxOutput, g.redactor, sb, gate)
+	r, err := session.Exec(ctx, argv, dir.Path, env, limit, 4*maxOut, g.redactor, sb, gate)
 	if err != nil {
 		return nil, out, fmt.Errorf("exec: %w", err)
 	}
-	text, truncated := capOutput(g.stages.redact(r.Output), maxOut, "")
+	if ask := g.egress.askResult(ctx, gin); ask != nil {
+		return ask, out, nil // an approval runs the command again
+	}
+	text, truncated, _ := capOutput(g.stages.redact(r.Output), maxOut, func(int, int) (string, *readCall) {
+		hint := "exec keeps no history: run the command in a session (session_start, session_send) to page all of its output with session_read mode log"
+		if r.Truncated {
+			hint = "more than that: exec kept only the first and last " + fmt.Sprint(2*maxOut) + " bytes; " + hint
+		}
+		return hint, nil
+	})
 	out = execOut{
 		Output: text, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Truncated: truncated || r.Truncated,
 		Duration: r.Duration.Milliseconds(), Sandbox: execSandboxText(sb, r.Sandbox), Decision: &d,
 		ExecRefused: call.refusals(),
 	}
-	if err := g.stages.outcome(ctx, gin, d, fmt.Sprintf("exit %d", r.ExitCode), summarize(text, "exited", &r.ExitCode)); err != nil {
+	refusedN := 0
+	out.Refused, refusedN = g.egress.refused(ctx)
+	if err := g.stages.outcome(ctx, gin, d, fmt.Sprintf("exit %d", r.ExitCode), withRefusals(summarize(text, "exited", &r.ExitCode), out.Refused)); err != nil {
 		return nil, out, err
 	}
-	text = withNL(text) + refusalText(out.ExecRefused)
+	text = withNL(text) + refusedText(out.Refused, refusedN) + refusalText(out.ExecRefused)
 	status := fmt.Sprintf("[exit %d · %d ms", r.ExitCode, out.Duration)
 	if r.TimedOut {
 		status += fmt.Sprintf(" · killed at the %s limit", limit)
@@ -1184,4 +1357,34 @@ func (g *gateway) confirmTool(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	out = confirmOut{Approved: true, Rule: st.Rule, Expires: time.Unix(st.Expires, 0).UTC().Format(time.RFC3339)}
 	return textResult(fmt.Sprintf("approved once (%s), until %s: send exactly the same input again", st.Rule, out.Expires)), out, nil
+}
+
+// droppedResult is told about a result the client cancelled before it was
+// sent. A session that a dropped session_start started is closed: the
+// agent never learned its id, so nothing else would ever use or close it.
+func (g *gateway) droppedResult(tool string, result json.RawMessage) {
+	if tool != "session_start" {
+		return
+	}
+	var res struct {
+		IsError    bool `json:"isError"`
+		Structured struct {
+			SessionID string `json:"session_id"`
+		} `json:"structuredContent"`
+	}
+	if json.Unmarshal(result, &res) != nil || res.IsError || res.Structured.SessionID == "" {
+		return
+	}
+	id := res.Structured.SessionID
+	g.ends.Add(1)
+	go func() {
+		defer g.ends.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 4*g.cfg.CloseGrace+5*time.Second)
+		defer cancel()
+		if err := g.mgr.Close(ctx, id); err != nil && !errors.Is(err, session.ErrNotFound) {
+			g.log.Error("closing a session whose start the client cancelled", "session", id, "err", err)
+			return
+		}
+		g.log.Info("closed a session whose start the client cancelled", "session", id)
+	}()
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -89,27 +91,95 @@ func TestToolSnapshots(t *testing.T) {
 	}
 }
 
+// hintRows is a cut hint as a session's gives: the rows of the cut lines.
+func hintRows(a, b int) (string, *readCall) {
+	c := logCall("s-x", int64(a), int64(b))
+	return "read them with " + c.String(), c
+}
+
 func TestCapOutput(t *testing.T) {
 	short := "a\nb"
-	if got, cut := capOutput(short, 200, "s-x"); got != short || cut {
+	if got, cut, _ := capOutput(short, 200, hintRows); got != short || cut {
 		t.Fatalf("short text changed: %q %v", got, cut)
 	}
 	var b strings.Builder
 	for i := range 1000 {
-		b.WriteString(strings.Repeat("é", i%7) + "line\n")
+		fmt.Fprintf(&b, "%s%d line\n", strings.Repeat("é", i%7), i)
 	}
 	long := b.String()
-	got, cut := capOutput(long, 1000, "s-x")
+	got, cut, call := capOutput(long, 1000, hintRows)
 	if !cut || len([]rune(got)) > 1000 {
 		t.Fatalf("capped to %d runes (cut=%v), want ≤ 1000", len([]rune(got)), cut)
 	}
-	if !strings.HasPrefix(long, strings.SplitN(got, "[...", 2)[0]) {
+	head, rest, _ := strings.Cut(got, "[...")
+	if !strings.HasPrefix(long, head) {
 		t.Fatal("head is not the text's head")
 	}
-	tail := got[strings.Index(got, "...]\n")+5:]
-	if !strings.HasSuffix(long, tail) || !strings.Contains(got, `"session_id":"s-x"`) {
+	tail := rest[strings.Index(rest, "...]\n")+5:]
+	if !strings.HasSuffix(long, tail) || !strings.Contains(got, `"session_id":"s-x","mode":"log"`) {
 		t.Fatalf("tail is not the text's tail: %q", tail)
 	}
+	// The call names exactly the lines between head and tail.
+	lines := strings.Split(strings.TrimSuffix(long, "\n"), "\n")
+	shownHead := strings.Count(head, "\n")
+	shownTail := strings.Count(tail, "\n") + 1
+	if call == nil || call.Offset != int64(shownHead) || call.Offset+call.Lines != int64(len(lines)+1-shownTail) {
+		t.Fatalf("call %+v for %d head and %d tail lines of %d", call, shownHead, shownTail, len(lines)+1)
+	}
+}
+
+// Every cap from 1 up is honoured: never more characters than asked for,
+// the marker included, and never a panic (max_output 250 on seq 1 1000 used
+// to panic after the command had run).
+func TestCapOutputEveryCap(t *testing.T) {
+	var b strings.Builder
+	for i := 1; i <= 1000; i++ {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	text := strings.TrimSuffix(b.String(), "\n")
+	for max := 1; max <= 400; max++ {
+		got, cut, _ := capOutput(text, max, hintRows)
+		if n := utf8.RuneCountInString(got); !cut || n > max {
+			t.Fatalf("max %d: %d characters, cut %v", max, n, cut)
+		}
+	}
+}
+
+// FuzzCapOutput: capOutput never panics, never returns more than the cap,
+// returns short text unchanged, and keeps a head and a tail of the text.
+func FuzzCapOutput(f *testing.F) {
+	f.Add("1\n2\n3\n", 2)
+	f.Add(strings.Repeat("line\n", 300), 250)
+	f.Add(strings.Repeat("日本語", 400), 30)
+	f.Add("\xff\xfe\n\x00", 1)
+	f.Fuzz(func(t *testing.T, text string, max int) {
+		max = max%5000 + 1
+		if max < 1 {
+			max += 5000
+		}
+		got, cut, call := capOutput(text, max, hintRows)
+		if n := utf8.RuneCountInString(got); n > max {
+			t.Fatalf("max %d: %d characters", max, n)
+		}
+		if !cut {
+			if got != text {
+				t.Fatalf("uncut text changed")
+			}
+			return
+		}
+		if utf8.RuneCountInString(text) <= max {
+			t.Fatalf("text within the cap was cut")
+		}
+		if call != nil && (call.Offset < 0 || call.Lines < 1 || call.Offset+call.Lines > int64(strings.Count(text, "\n")+2)) {
+			t.Fatalf("call %+v for %d lines", call, strings.Count(text, "\n")+1)
+		}
+		if head, _, ok := strings.Cut(got, "[... "); ok && !strings.HasPrefix(text, strings.TrimSuffix(head, "\n")) {
+			t.Fatalf("head %q is not the text's", head)
+		}
+		if i := strings.Index(got, " ...]\n"); i >= 0 && !strings.HasSuffix(text, got[i+6:]) {
+			t.Fatalf("tail %q is not the text's", got[i+6:])
+		}
+	})
 }
 
 func TestConfigEnvTwins(t *testing.T) {
