@@ -98,7 +98,10 @@ func (g *gateServer) lastSeq(t *testing.T) int64 {
 }
 
 // refusedExec finds a refused exec of the home among recs: the program
-// the gate refused and the rule.
+// the gate refused and the rule. That is rm with the home as its
+// argument, or, where the analysis of an interpreter's code saw the
+// delete already, the interpreter whose code names the home (~, $HOME,
+// os.environ["HOME"]).
 func refusedExec(recs []map[string]any, home string) (map[string]any, bool) {
 	for _, r := range recs {
 		types, _ := field(r, "event.type").([]any)
@@ -107,7 +110,7 @@ func refusedExec(recs []map[string]any, home string) (map[string]any, bool) {
 		}
 		args, _ := field(r, "process.args").([]any)
 		for _, a := range args {
-			if s, _ := a.(string); strings.Contains(s, home) {
+			if s, _ := a.(string); strings.Contains(s, home) || strings.Contains(s, "~") || strings.Contains(s, "HOME") {
 				return r, true
 			}
 		}
@@ -142,11 +145,12 @@ func TestExecGateIndirectForms(t *testing.T) {
 		lines []string       // sent one by one
 		keys  [][]string     // or keys, pressed one call at a time
 		later bool           // the refused exec comes after the call returned
+		repl  bool           // the session is python's REPL
 	}
 	forms := []form{
 		{name: "python os.system, concatenated", lines: []string{`python3 -c 'import os; os.system("r"+"m -rf " + os.path.expanduser("~"))'`}},
 		{name: "python subprocess.run", lines: []string{`python3 -c 'import os, subprocess; subprocess.run(["r"+"m", "-rf", os.environ["HOME"]])'`}},
-		{name: "python REPL", start: map[string]any{"argv": []string{"python3", "-q"}}, lines: []string{"import os", `os.system("r" + "m -rf " + os.path.expanduser("~"))`}},
+		{name: "python REPL", start: map[string]any{"argv": []string{"python3", "-q"}}, repl: true, lines: []string{"import os", `os.system("r" + "m -rf " + os.path.expanduser("~"))`}},
 		{name: "awk", lines: []string{`awk 'BEGIN { system("r" "m -rf " ENVIRON["HOME"]) }'`}},
 		{name: "perl", lines: []string{`perl -e 'system("r"."m", "-rf", $ENV{HOME})'`}},
 		{name: "node", lines: []string{`node -e 'require("child_process").spawnSync("r"+"m", ["-rf", process.env.HOME])'`}},
@@ -193,10 +197,16 @@ func TestExecGateIndirectForms(t *testing.T) {
 					// The line judge saw through this spelling: run it from
 					// a file, where only the exec gate can see it.
 					t.Logf("the line judge refused %q (%s); running it from a file", line, text)
-					if err := os.WriteFile(filepath.Join(g.project, "form.sh"), []byte(line+"\n"), 0o644); err != nil {
+					file, run, body := "form.sh", "bash form.sh", line+"\n"
+					if f.repl {
+						// In the REPL: a module written by one call,
+						// imported by the next.
+						file, run, body = "form_mod.py", "import form_mod", "import os\n"+body
+					}
+					if err := os.WriteFile(filepath.Join(g.project, file), []byte(body), 0o644); err != nil {
 						t.Fatal(err)
 					}
-					res = g.call("session_send", map[string]any{"session_id": id, "text": "bash form.sh", "timeout_ms": 20000})
+					res = g.call("session_send", map[string]any{"session_id": id, "text": run, "timeout_ms": 20000})
 					text = resultText(res)
 				}
 				told = told || strings.Contains(text, "exec refused")
@@ -230,12 +240,16 @@ func TestExecGateIndirectForms(t *testing.T) {
 	}
 }
 
-// TestExecGateOffDeletes: the same first form with the gate off deletes
-// the canary, so TestExecGateIndirectForms can fail.
+// TestExecGateOffDeletes: with the gate off, a script that runs rm -rf
+// ~ deletes the canary, so TestExecGateIndirectForms can fail.
 func TestExecGateOffDeletes(t *testing.T) {
 	g := startGateServer(t, nil, "--sandbox", "off", "--exec-gate", "off")
+	if err := os.WriteFile(filepath.Join(g.project, "payload.sh"), []byte(payload), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	id := g.start(map[string]any{"cwd": g.project})
-	g.send(id, `python3 -c 'import os; os.system("r"+"m -rf " + os.path.expanduser("~"))'`, "timeout_ms", 20000)
+	// A script the line judge cannot read: only the exec gate could stop it.
+	g.send(id, "sh payload.sh", "timeout_ms", 20000)
 	if g.canaryAlive() {
 		t.Fatal("with the gate off, the canary survived: the indirect form did not run, and the test proves nothing")
 	}
@@ -513,7 +527,10 @@ func TestExecGateAsksThroughTheCall(t *testing.T) {
 // result names what was refused.
 func TestExecGateExecTool(t *testing.T) {
 	g := startGateServer(t, nil, "--sandbox", "off")
-	out := g.ok("exec", map[string]any{"command": `python3 -c 'import os; os.system("r"+"m -rf " + os.path.expanduser("~"))'; echo after`, "cwd": g.project})
+	if err := os.WriteFile(filepath.Join(g.project, "payload.sh"), []byte(payload), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := g.ok("exec", map[string]any{"command": "sh payload.sh; echo after", "cwd": g.project})
 	refs, _ := out["exec_refused"].([]any)
 	if !g.canaryAlive() || len(refs) == 0 || !strings.Contains(str(out, "output"), "after") || !strings.Contains(str(out, "sandbox"), "exec gate enforce") {
 		t.Fatalf("canary alive %v, result %v", g.canaryAlive(), out)
