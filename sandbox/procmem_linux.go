@@ -263,9 +263,19 @@ func taskIDs(tid int) (pid, ppid int) {
 	if err != nil || n <= 0 {
 		return 0, 0
 	}
-	// Name: comes first and may hold anything but a newline; the fields
-	// wanted are whole lines after it.
-	for _, line := range strings.Split(string(buf[:n]), "\n")[1:] {
+	return parseStatus(buf[:n])
+}
+
+// parseStatus reads Tgid and PPid from the start of a /proc/PID/status
+// file. Its first line, Name:, holds the task's name, which the task sets
+// itself (prctl PR_SET_NAME, or its executable's file name) and may hold
+// anything but a newline: the fields wanted are whole lines after it.
+func parseStatus(b []byte) (pid, ppid int) {
+	_, rest, ok := bytes.Cut(b, []byte("\n"))
+	if !ok {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(rest), "\n") {
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
@@ -275,10 +285,10 @@ func taskIDs(tid int) (pid, ppid int) {
 			pid, _ = strconv.Atoi(strings.TrimSpace(v))
 		case "PPid":
 			ppid, _ = strconv.Atoi(strings.TrimSpace(v))
-			return pid, ppid
+			return max(pid, 0), max(ppid, 0)
 		}
 	}
-	return pid, ppid
+	return max(pid, 0), max(ppid, 0)
 }
 
 // exeName is the base name of a process's executable ("?" when it cannot
@@ -304,8 +314,13 @@ func ppidOf(pid int) int {
 	if err != nil || n <= 0 {
 		return 0
 	}
-	b := buf[:n]
-	// comm may hold anything, ")" included: the fields start after the last one.
+	return parseStatPPid(buf[:n])
+}
+
+// parseStatPPid reads the parent's pid (field 4) from a /proc/PID/stat
+// line. Field 2, the task's name in parentheses, may hold anything, ")"
+// and spaces included: the fields are counted after the last ")".
+func parseStatPPid(b []byte) int {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return 0
@@ -314,6 +329,9 @@ func ppidOf(pid int) int {
 	if len(f) < 2 {
 		return 0
 	}
-	pp, _ := strconv.Atoi(f[1])
+	pp, err := strconv.Atoi(f[1])
+	if err != nil || pp < 0 {
+		return 0
+	}
 	return pp
 }

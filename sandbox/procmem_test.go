@@ -105,3 +105,60 @@ func FuzzArgvReader(f *testing.F) {
 		}
 	})
 }
+
+// TestProcStatusParsers: the ids are read after the task's name, whatever
+// the name holds (a task names itself): a name that spells "Tgid:" or
+// ") R 1 " is no field.
+func TestProcStatusParsers(t *testing.T) {
+	status := "Name:\tx\\nTgid:\t1\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\nNgid:\t0\nPid:\t4243\nPPid:\t4000\nTracerPid:\t0\n"
+	if pid, ppid := parseStatus([]byte(status)); pid != 4242 || ppid != 4000 {
+		t.Fatalf("status: %d %d", pid, ppid)
+	}
+	if pid, ppid := parseStatus([]byte("Tgid:\t7\nPPid:\t1\n")); pid != 0 || ppid != 1 {
+		// The first line is the name's, whatever it says.
+		t.Fatalf("a status whose first line looks like a field: %d %d", pid, ppid)
+	}
+	for line, want := range map[string]int{
+		"4243 (sh) S 4000 4243 4243 0 -1":          4000,
+		"4243 (a) R 1 (b) S 77 1 1 0 -1":           77,
+		"4243 (evil) S 1 2 3) S 4000 4243 0 -1":    4000,
+		"4243 (no close S 4000":                    0,
+		"4243 (x) S":                               0,
+		"4243 (x) S -5 1":                          0,
+		"4243 (x) S 99999999999999999999999 1 2 3": 0,
+	} {
+		if got := parseStatPPid([]byte(line)); got != want {
+			t.Errorf("%q: %d, want %d", line, got, want)
+		}
+	}
+	// The real thing: this process's own files.
+	b, err := os.ReadFile(procPath(os.Getpid(), "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, ppid := parseStatus(b); pid != os.Getpid() || ppid != os.Getppid() {
+		t.Fatalf("own status: %d %d", pid, ppid)
+	}
+	if ppidOf(os.Getpid()) != os.Getppid() {
+		t.Fatalf("own stat: %d", ppidOf(os.Getpid()))
+	}
+}
+
+// FuzzProcStatus: the /proc status and stat parsers the gate reads a
+// process's ancestry with never panic, and never return a negative id,
+// whatever a task named itself.
+func FuzzProcStatus(f *testing.F) {
+	f.Add([]byte("Name:\tbash\nTgid:\t10\nPPid:\t1\n"))
+	f.Add([]byte("10 (a) b) S 1 10 10 0 -1"))
+	f.Add([]byte(")"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pid, ppid := parseStatus(b)
+		if pid < 0 || ppid < 0 {
+			t.Fatalf("status: %d %d", pid, ppid)
+		}
+		if pp := parseStatPPid(b); pp < 0 {
+			t.Fatalf("stat: %d", pp)
+		}
+	})
+}
