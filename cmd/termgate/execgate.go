@@ -631,10 +631,35 @@ func (x *execGate) decide(ctx context.Context, in GateInput) Decision {
 		return d
 	}
 	d := x.g.stages.decideOrAllow(ctx, in)
-	if !strings.HasPrefix(d.Rule, "policy.") {
+	if !strings.HasPrefix(d.Rule, "policy.") && !readsLinks(in) {
 		x.cache.put(b, key, d)
 	}
 	return d
+}
+
+// readsLinks reports whether the decision on in may depend on the file
+// system, not on the document alone: the analysis resolves an operand
+// written with a trailing slash that is a symbolic link to the link's
+// target (rm -rf link/ removes what link points to), and a link can be
+// pointed elsewhere between two execs of the same argv. Such a decision
+// is never kept.
+func readsLinks(in GateInput) bool {
+	if in.Exec == nil {
+		return true
+	}
+	for _, a := range in.Exec.Argv {
+		for i := strings.IndexByte(a, '/'); i >= 0; {
+			if i+1 == len(a) || strings.IndexByte(" \t\n'\"`;&|()<>", a[i+1]) >= 0 {
+				return true
+			}
+			j := strings.IndexByte(a[i+1:], '/')
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+	}
+	return false
 }
 
 // execKey is the identity of an exec's input document.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -201,5 +202,43 @@ func TestExecJudgeLine(t *testing.T) {
 	x.closed("s-1")
 	if _, ok := x.sessions["s-1"]; ok {
 		t.Fatal("a closed session is remembered")
+	}
+}
+
+// TestExecJudgeLinksAreNotCached: a decision that followed a link (an
+// operand with a trailing slash) is made again on the next exec of the
+// same argv, so pointing the link elsewhere in between is seen.
+func TestExecJudgeLinksAreNotCached(t *testing.T) {
+	g, _ := judgeGateway(t, "enforce")
+	judge := g.gate.forSession().Judge("s-1")
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link")
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "sub"), link); err != nil {
+		t.Fatal(err)
+	}
+	rm := func() sandbox.ExecVerdict {
+		r := execReq("rm", "-rf", "link/")
+		r.Cwd = dir
+		return judge(context.Background(), r)
+	}
+	if v := rm(); !v.Allow {
+		t.Fatal("rm -rf link/ of a directory in the working directory was refused")
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/", link); err != nil {
+		t.Fatal(err)
+	}
+	if v := rm(); v.Allow || v.Ask != nil {
+		t.Fatalf("rm -rf link/ with the link pointed at /: %+v", v)
+	}
+	// Without a trailing slash nothing is followed: the decision is kept.
+	if !readsLinks(GateInput{}) || readsLinks(GateInput{Exec: &GateExec{Argv: []string{"rm", "-rf", "/tmp/a/b"}}}) ||
+		!readsLinks(GateInput{Exec: &GateExec{Argv: []string{"sh", "-c", "rm -rf x/ && ls"}}}) {
+		t.Fatal("readsLinks")
 	}
 }
