@@ -261,8 +261,8 @@ func TestExecGateOffDeletes(t *testing.T) {
 
 // TestExecGateOrdinaryWork: a developer's work runs under the gate (and
 // the sandbox): a git commit with a hook, make of a C project, go build,
-// job control, vim and python; every program of it is judged and
-// recorded, and none is refused.
+// job control, vim, python, pip and npm scripts; every program of it is
+// judged and recorded, and none is refused.
 func TestExecGateOrdinaryWork(t *testing.T) {
 	g := startGateServer(t, nil)
 	goroot := strings.TrimSpace(runOut(t, "go", "env", "GOROOT"))
@@ -300,8 +300,17 @@ func TestExecGateOrdinaryWork(t *testing.T) {
 	// Job control.
 	run("sleep 30 & jobs", "sleep 30")
 	run("kill %1; wait; echo done", "done")
-	// python.
+	// python, and pip (its entry point, through whatever shims PATH has).
 	run(`python3 -c 'print(6*7)'`, "42")
+	run("pip --version", "pip ")
+	// npm scripts: npm runs each through sh -c, a pre-script first.
+	if _, err := exec.LookPath("npm"); err == nil {
+		pkg := `{"name": "x", "version": "1.0.0", "scripts": {"prebuild": "echo PRE", "build": "node -e \"console.log('npm ' + 'built')\""}}`
+		if err := os.WriteFile(filepath.Join(g.project, "package.json"), []byte(pkg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run("npm_config_cache=$PWD/.npm npm_config_update_notifier=false npm run -s build", "npm built")
+	}
 	// vim: edit and write a file.
 	g.send(id, "vim -u NONE edited.txt", "timeout_ms", 10000)
 	g.ok("session_keys", map[string]any{"session_id": id, "keys": []string{"i", "o", "k", "esc", ":", "w", "q", "enter"}})
@@ -322,8 +331,17 @@ func TestExecGateOrdinaryWork(t *testing.T) {
 			names[n] = true
 		}
 	}
-	for _, want := range []string{"git", "pre-commit", "make", "sleep"} {
-		if !names[want] {
+	wants := []string{"git", "pre-commit", "make", "cc1", "sleep", "vim", "pip"}
+	if _, err := exec.LookPath("npm"); err == nil {
+		wants = append(wants, "node")
+	}
+	for _, want := range wants {
+		// A program is named by what it is: vim may be vim.basic.
+		found := false
+		for n := range names {
+			found = found || n == want || strings.HasPrefix(n, want+".")
+		}
+		if !found {
 			t.Errorf("no exec of %s recorded (of %d: %v)", want, len(recs), names)
 		}
 	}
