@@ -4,8 +4,10 @@ package termgate
 #
 # Every execve of a session's processes waits in the kernel until the
 # gateway answers (the exec gate). The gateway builds input.shell from
-# the exec's argv, as a start's argv is built (wrappers, sh -c strings
-# and find -exec followed), with the program named by what its
+# the exec's argv, as a start's argv is built (wrappers, runners, sh -c
+# strings and find -exec followed; relative paths from the process's
+# directory; the code handed to an interpreter as input.code, as a typed
+# one-liner's), with the program named by what its
 # executable is (input.program: exec -a x rm is rm; a link, a hard link
 # or a copy of rm is rm; a multi-call binary's applet) and the session's
 # home as ~ (rm -rf /home/u is rm -rf ~). So every rule of the bundle
