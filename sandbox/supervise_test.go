@@ -3,6 +3,11 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -356,5 +361,52 @@ func TestExecGateEndsWithTheLaunch(t *testing.T) {
 	}
 	if err := cmd.Wait(); err == nil {
 		t.Fatal("the launch's program ran to its end")
+	}
+}
+
+// TestExecGateInAProxySession: a launch with both the egress channel
+// and the exec gate (the default profile's case) hands each its own
+// descriptor: the proxy serves the session's connection, and the gate
+// judges the session's programs, curl among them.
+func TestExecGateInAProxySession(t *testing.T) {
+	needGate(t)
+	requireIsolation(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello through the proxy") }))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	log := &egressLog{ended: make(chan struct{}, 8), verdic: allowNames("allowed.test")}
+	e, err := NewEgress(EgressOptions{Judge: log.judge, Report: log.report,
+		Hosts: map[string][]netip.Addr{"allowed.test": {netip.MustParseAddr("127.0.0.1")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	l := newLayout(t)
+	s, _ := proxySpec(t, l, e, fmt.Sprintf("curl -sS --max-time 20 http://allowed.test:%d/; echo; /bin/echo gate-saw-me", port))
+	rc := &recorder{}
+	cmd := exec.Command("/bin/false")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	launch, err := Start(cmd, s, Options{Name: cgroupName(t), Judge: rc.judge, GateMode: "enforce", Programs: NewProgramIndex(SystemProgramDirs())}, cmd.Start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := launch.Status()
+	werr := cmd.Wait()
+	if err := launch.End(); err != nil {
+		t.Errorf("End: %v", err)
+	}
+	if werr != nil || !strings.Contains(out.String(), "hello through the proxy") || !strings.Contains(out.String(), "gate-saw-me") {
+		t.Fatalf("exit %v, output %q", werr, out.String())
+	}
+	if st.ExecGate != "enforce" || st.Network == "" {
+		t.Fatalf("status %+v", st)
+	}
+	reqs := rc.requests()
+	if _, ok := find(reqs, "curl"); !ok {
+		t.Fatalf("the gate did not judge curl: %+v", reqs)
+	}
+	if r, ok := find(reqs, "echo"); !ok || !slices.Contains(r.Argv, "gate-saw-me") {
+		t.Fatalf("the gate did not judge echo: %+v", reqs)
 	}
 }
