@@ -76,11 +76,16 @@ func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > 60<<10 {
+	if len(b) > maxSpec {
 		return nil, errors.New("sandbox: the spec is too large")
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
+		return nil, err
+	}
+	if err := fitPipe(specW, len(b)); err != nil {
+		specR.Close()
+		specW.Close()
 		return nil, err
 	}
 	statusR, statusW, err := os.Pipe()

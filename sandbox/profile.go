@@ -32,6 +32,10 @@ type Profile struct {
 	// Env is the environment allowlist: the gateway's variables a session
 	// gets, by name or by a pattern with * (LC_*). Nil: DefaultEnv.
 	Env []string `json:"env"`
+	// List are directories whose names a session may list, and those of
+	// every directory below them (Landlock's read-dir right is
+	// inherited): names, never contents. ["/"] lets ls / and ls ~ work.
+	List []string `json:"list"`
 }
 
 // Limits bound a session's resources. Zero means the default.
@@ -61,6 +65,7 @@ type Spec struct {
 	Read    []string `json:"read"`
 	Write   []string `json:"write"`
 	Devices []string `json:"devices"`
+	List    []string `json:"list"`
 	// Grants are Read, Write and Devices as Attach checked them, each with
 	// its identity: the launcher builds its Landlock rules from these
 	// alone, opening each without following links.
@@ -82,7 +87,7 @@ type Spec struct {
 // Grant is one path a session may reach, and how.
 type Grant struct {
 	Path   string `json:"path"`
-	Access string `json:"access"` // read, write or device
+	Access string `json:"access"` // read, write, device, or list (names only)
 	Dir    bool   `json:"dir"`
 	ID     FileID `json:"id"`
 }
@@ -102,6 +107,9 @@ type Vars struct {
 	// takes it).
 	CwdID FileID
 	Path  string // $PATH
+	// ReadDeny is what a DIR/* read entry leaves out, and what no session
+	// may start in (see NewDenyList); nil: DefaultReadDeny.
+	ReadDeny []string
 }
 
 // Resolve makes a launch spec of a profile. Every path is resolved to the
@@ -130,14 +138,52 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 		return s, err
 	}
 	s.guard = g
+	denyPatterns := v.ReadDeny
+	if denyPatterns == nil {
+		denyPatterns = DefaultReadDeny()
+	}
+	deny, err := NewDenyList(denyPatterns, v.Home, protected)
+	if err != nil {
+		return s, fmt.Errorf("profile %s: %w", p.Name, err)
+	}
 	var errs []error
 	vars := strings.NewReplacer("{cwd}", v.Cwd, "{home}", v.Home, "{tmp}", v.Tmp)
 	expand := func(access string, list []string) []string {
 		var out []string
 		for _, e := range list {
+			if dir, ok := strings.CutSuffix(e, "/*"); ok && access == "read" {
+				// Every entry of dir, less what the deny list names.
+				x := vars.Replace(dir)
+				if x == "" || !filepath.IsAbs(x) || strings.Contains(x, "{") {
+					continue
+				}
+				real, err := RealPath(x)
+				if err != nil || real == "/" {
+					continue
+				}
+				cands, _ := deny.expandDir(real, MaxListed)
+				for _, c := range cands {
+					if _, err := g.grant(access, c); err == nil {
+						out = append(out, c) // a refused entry is left out, as a {path} one is
+					}
+				}
+				continue
+			}
 			fromPath := e == "{path}"
-			cands := pathRoots(v.Path, v.Home)
-			if !fromPath {
+			var cands []string
+			if fromPath {
+				// A PATH directory widened to its tool chain's root, or the
+				// directory itself when the root holds what the deny list
+				// names (~/.local/bin, not ~/.local).
+				for _, r := range pathRoots(v.Path, v.Home) {
+					for _, c := range []string{r.root, r.dir} {
+						if real, err := RealPath(c); err == nil && !deny.Denies(real) {
+							cands = append(cands, c)
+							break
+						}
+					}
+				}
+			} else {
 				x := vars.Replace(e)
 				if x == "" || !filepath.IsAbs(x) || strings.Contains(x, "{") {
 					continue // an empty placeholder, or one this build does not know
@@ -170,6 +216,10 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 					err = fmt.Errorf("it resolves to %s, outside %s", real, base)
 				case e == "{cwd}" && !v.CwdID.IsZero() && gr.ID != v.CwdID:
 					err = errors.New("it is not the directory the gateway checked (it was replaced)")
+				case strings.HasPrefix(e, "{cwd}") && deny.Denies(real):
+					// The agent chose the directory: it must not open what
+					// reads by deny-list keep closed (~/.aws, ~/.config).
+					err = ErrReadDenied
 				}
 				if err != nil {
 					if !fromPath {
@@ -188,6 +238,7 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 		return compact(out)
 	}
 	s.Read, s.Write, s.Devices = expand("read", p.Read), expand("write", p.Write), expand("device", p.Devices)
+	s.List = expand("list", p.List)
 	if len(errs) > 0 {
 		return s, fmt.Errorf("profile %s would let the session reach what no session may: %w; start the session in another directory", p.Name, errors.Join(errs...))
 	}
@@ -208,7 +259,9 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 }
 
 // grant checks one resolved path for access and returns its identity and
-// whether it is a directory.
+// whether it is a directory. A list grant (names only) may be any
+// directory, "/" and those that hold the gateway's files included: what
+// it opens is the names in them, never a file.
 func (g *guard) grant(access, real string) (Grant, error) {
 	gr := Grant{Path: real, Access: access}
 	id, dir, err := Identify(real)
@@ -216,6 +269,12 @@ func (g *guard) grant(access, real string) (Grant, error) {
 		return gr, err
 	}
 	gr.ID, gr.Dir = id, dir
+	if access == "list" {
+		if !dir {
+			return gr, errors.New("only a directory's names can be listed")
+		}
+		return gr, nil
+	}
 	if err := g.check(real, id); err != nil {
 		return gr, err
 	}
@@ -250,27 +309,31 @@ func within(path, root string) bool {
 	return path == root || strings.HasPrefix(path, root+"/")
 }
 
+// pathRoot is a PATH directory and the tool-chain directory that holds it.
+type pathRoot struct{ root, dir string }
+
 // pathRoots lists PATH's directories, each widened to the tool-chain
 // directory that holds it under the home directory (~/.pyenv/shims →
 // ~/.pyenv), so that the user's own python or node still runs.
-func pathRoots(path, home string) []string {
-	var out []string
+func pathRoots(path, home string) []pathRoot {
+	var out []pathRoot
 	for _, d := range filepath.SplitList(path) {
 		if d == "" || !filepath.IsAbs(d) {
 			continue
 		}
 		d = filepath.Clean(d)
+		r := d
 		parts := strings.Split(d, "/")
 		for i, part := range parts {
 			if strings.HasPrefix(part, ".") && i > 0 {
-				d = strings.Join(parts[:i+1], "/")
+				r = strings.Join(parts[:i+1], "/")
 				break
 			}
 		}
-		if home != "" && (d == home || d == "/") {
+		if home != "" && (r == home || r == "/") {
 			continue // never the whole home or the whole tree
 		}
-		out = append(out, d)
+		out = append(out, pathRoot{root: r, dir: d})
 	}
 	return out
 }
@@ -387,7 +450,7 @@ func (s *Spec) seal() error {
 	for _, l := range []struct {
 		access string
 		paths  *[]string
-	}{{"read", &s.Read}, {"write", &s.Write}, {"device", &s.Devices}} {
+	}{{"read", &s.Read}, {"write", &s.Write}, {"device", &s.Devices}, {"list", &s.List}} {
 		var kept []string
 		for _, p := range *l.paths {
 			// Every path is real by now (Resolve made it so, and the
