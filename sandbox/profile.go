@@ -36,6 +36,13 @@ type Profile struct {
 	// every directory below them (Landlock's read-dir right is
 	// inherited): names, never contents. ["/"] lets ls / and ls ~ work.
 	List []string `json:"list"`
+	// SetEnv are variables a confined session gets from the gateway
+	// (NAME=value; the value may hold {home}, {cwd}, {cache} — the
+	// gateway's per-user cache directory for sessions —, {tmp} — the
+	// launch's private directory — and the placeholders Vars.More names):
+	// where tools keep their caches and state. One whose value names a
+	// placeholder without a value is left out.
+	SetEnv []string `json:"set_env"`
 }
 
 // Limits bound a session's resources. Zero means the default.
@@ -66,6 +73,9 @@ type Spec struct {
 	Write   []string `json:"write"`
 	Devices []string `json:"devices"`
 	List    []string `json:"list"`
+	// SetEnv are the profile's set_env with every placeholder but {tmp}
+	// put in; Attach sets them, {tmp} too, in Env.
+	SetEnv []string `json:"-"`
 	// Grants are Read, Write and Devices as Attach checked them, each with
 	// its identity: the launcher builds its Landlock rules from these
 	// alone, opening each without following links.
@@ -107,9 +117,14 @@ type Vars struct {
 	// takes it).
 	CwdID FileID
 	Path  string // $PATH
+	// Cache is {cache}: the gateway's per-user directory for sessions'
+	// caches ("": entries that name it are left out).
+	Cache string
 	// ReadDeny is what a DIR/* read entry leaves out, and what no session
 	// may start in (see NewDenyList); nil: DefaultReadDeny.
 	ReadDeny []string
+	// More are further placeholders set_env may name ("{gomodcache}").
+	More map[string]string
 }
 
 // Resolve makes a launch spec of a profile. Every path is resolved to the
@@ -147,7 +162,7 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 		return s, fmt.Errorf("profile %s: %w", p.Name, err)
 	}
 	var errs []error
-	vars := strings.NewReplacer("{cwd}", v.Cwd, "{home}", v.Home, "{tmp}", v.Tmp)
+	vars := strings.NewReplacer("{cwd}", v.Cwd, "{home}", v.Home, "{tmp}", v.Tmp, "{cache}", v.Cache)
 	expand := func(access string, list []string) []string {
 		var out []string
 		for _, e := range list {
@@ -242,6 +257,7 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 	if len(errs) > 0 {
 		return s, fmt.Errorf("profile %s would let the session reach what no session may: %w; start the session in another directory", p.Name, errors.Join(errs...))
 	}
+	s.SetEnv = setEnvOf(p.SetEnv, v)
 	def := DefaultLimits()
 	if s.Limits.Processes == 0 {
 		s.Limits.Processes = def.Processes
@@ -338,6 +354,47 @@ func pathRoots(path, home string) []pathRoot {
 	return out
 }
 
+// setEnvOf puts the placeholders of set_env's values in ({tmp} stays,
+// for Attach). A variable whose value names a placeholder without a
+// value, or one this build does not know, is left out.
+func setEnvOf(list []string, v Vars) []string {
+	known := map[string]string{"{home}": v.Home, "{cwd}": v.Cwd, "{cache}": v.Cache}
+	for k, x := range v.More {
+		known["{"+strings.Trim(k, "{}")+"}"] = x
+	}
+	var out []string
+next:
+	for _, kv := range list {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || !PlainName(name) {
+			continue
+		}
+		var b strings.Builder
+		for value != "" {
+			i := strings.IndexByte(value, '{')
+			j := strings.IndexByte(value[max(i, 0):], '}')
+			if i < 0 || j < 0 {
+				b.WriteString(value)
+				break
+			}
+			ph := value[i : i+j+1]
+			b.WriteString(value[:i])
+			value = value[i+j+1:]
+			if ph == "{tmp}" {
+				b.WriteString(ph)
+				continue
+			}
+			x, ok := known[ph]
+			if !ok || x == "" {
+				continue next
+			}
+			b.WriteString(x)
+		}
+		out = append(out, name+"="+b.String())
+	}
+	return out
+}
+
 // ParseProfiles reads data.termgate.profiles (as JSON decodes it).
 func ParseProfiles(v any) (map[string]Profile, error) {
 	m, ok := v.(map[string]any)
@@ -355,6 +412,11 @@ func ParseProfiles(v any) (map[string]Profile, error) {
 			return nil, fmt.Errorf("profile %s: %w", name, err)
 		}
 		p.Name = name
+		for _, kv := range p.SetEnv {
+			if n, _, ok := strings.Cut(kv, "="); !ok || !PlainName(n) {
+				return nil, fmt.Errorf("profile %s: set_env %q is not NAME=value", name, kv)
+			}
+		}
 		if !p.Unconfined && p.Network == "" {
 			return nil, fmt.Errorf("profile %s: network is required (none, tcp or any)", name)
 		}
@@ -385,6 +447,19 @@ func (s *Spec) Attach(name, tmp string) (Status, *Cgroup, error) {
 		if !s.Unconfined {
 			s.Write = append(s.Write, tmp)
 		}
+	}
+	// Where tools keep their caches and state (the profile's set_env):
+	// {tmp} is the launch's private directory; without one, a variable
+	// that names it is left out.
+	for _, kv := range s.SetEnv {
+		name, value, _ := strings.Cut(kv, "=")
+		if strings.Contains(value, "{tmp}") {
+			if tmp == "" {
+				continue
+			}
+			value = strings.ReplaceAll(value, "{tmp}", tmp)
+		}
+		s.Env = setEnv(s.Env, name, value)
 	}
 	if err := s.seal(); err != nil {
 		return st, nil, err
