@@ -1,0 +1,317 @@
+package main
+
+import (
+	"archive/zip"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The developer's inner loop in the default profile, in real sessions:
+// the user's own toolchains build, test and run in the project, with the
+// gateway's caches; the home directory is read less its secrets; a
+// user's rc that trips over the sandbox starts quietly.
+
+// startServerHome runs the binary with HOME set to home, in dir (the
+// gateway's working directory), and connects a client.
+func startServerHome(t testing.TB, home, dir string, opts *mcp.ClientOptions, flags ...string) *server {
+	t.Helper()
+	cmd := exec.Command(binPath, append([]string{"serve"}, flags...)...)
+	cmd.Dir = dir
+	var log strings.Builder
+	logw := &lockedWriter{b: &log}
+	cmd.Stderr = logw
+	var env []string
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(name, "XDG_") && name != "HOME" {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "HOME="+home, "GORACE=halt_on_error=1")
+	client := mcp.NewClient(&mcp.Implementation{Name: "termgate-test", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("connecting to termgate: %v", err)
+	}
+	s := &server{t: t, cmd: cmd, cs: cs, log: &log, logw: logw}
+	t.Cleanup(func() { s.close() })
+	return s
+}
+
+// devHome makes a throwaway home: a private key pair (generated here),
+// known_hosts, cloud credentials, a notes file, and a project below it.
+func devHome(t *testing.T) (home, project string) {
+	t.Helper()
+	home = t.TempDir()
+	project = filepath.Join(home, "src", "project")
+	files := map[string]string{
+		"notes.txt":            "my notes\n",
+		".ssh/known_hosts":     "example.com ssh-ed25519 AAAA\n",
+		".aws/credentials":     "[default]\naws_secret_access_key = fake-" + marker() + "\n",
+		".config/gh/hosts.yml": "github.com:\n  oauth_token: fake-" + marker() + "\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(home, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(home, ".ssh", "id_ed25519")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "test", "-f", key).CombinedOutput(); err != nil {
+		// No ssh-keygen: a private key's shape, generated here.
+		pem := "-----BEGIN OPENSSH PRIVATE KEY-----\nfake" + marker() + "\n-----END OPENSSH PRIVATE KEY-----\n"
+		if werr := os.WriteFile(key, []byte(pem), 0o600); werr != nil {
+			t.Fatalf("ssh-keygen: %v %s; %v", err, out, werr)
+		}
+		os.WriteFile(key+".pub", []byte("ssh-ed25519 AAAA test\n"), 0o644)
+	}
+	return home, project
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(name, ".sh") || strings.Contains(name, "hooks/") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// run sends a command line to a bash session and returns its output and
+// exit code, failing the test unless it finished.
+func (s *server) run(id, line string, timeout time.Duration) (string, int) {
+	s.t.Helper()
+	r := s.send(id, line, "timeout_ms", int(timeout/time.Millisecond))
+	if str(r, "completion") != "command_finished" {
+		s.t.Fatalf("%q did not finish: %v", line, r)
+	}
+	return str(r, "output"), exitCode(s.t, r)
+}
+
+// mustRun is run for a command that must succeed.
+func (s *server) mustRun(id, line string, timeout time.Duration) string {
+	s.t.Helper()
+	out, code := s.run(id, line, timeout)
+	if code != 0 {
+		s.t.Fatalf("%q: exit %d:\n%s", line, code, out)
+	}
+	return out
+}
+
+// TestHomeReadByDenyList: a session reads the system and the home
+// directory, lists / and ~, and is refused the private key and the
+// credentials (a link to the key too); known_hosts and the public key
+// stay readable; nothing in the home is writable.
+func TestHomeReadByDenyList(t *testing.T) {
+	home, project := devHome(t)
+	if err := os.Symlink(filepath.Join(home, ".ssh", "id_ed25519"), filepath.Join(home, "keylink")); err != nil {
+		t.Fatal(err)
+	}
+	s := startServerHome(t, home, t.TempDir(), nil)
+	id := s.start(map[string]any{"cwd": project})
+	if out := s.mustRun(id, "ls /", time.Minute); !strings.Contains(out, "usr") || !strings.Contains(out, "etc") {
+		t.Fatalf("ls /: %q", out)
+	}
+	if out := s.mustRun(id, "ls ~", time.Minute); !strings.Contains(out, "notes.txt") || !strings.Contains(out, "src") {
+		t.Fatalf("ls ~: %q", out)
+	}
+	if out := s.mustRun(id, "cat ~/notes.txt ~/.ssh/known_hosts", time.Minute); !strings.Contains(out, "my notes") || !strings.Contains(out, "example.com") {
+		t.Fatalf("reading the home: %q", out)
+	}
+	s.mustRun(id, "cat ~/.ssh/id_ed25519.pub", time.Minute)
+	for _, f := range []string{"~/.ssh/id_ed25519", "~/keylink", "~/.aws/credentials", "~/.config/gh/hosts.yml"} {
+		out, code := s.run(id, "cat "+f, time.Minute)
+		if code == 0 || !strings.Contains(out, "Permission denied") || strings.Contains(out, "PRIVATE") || strings.Contains(out, "fake-") {
+			t.Fatalf("cat %s: exit %d: %q", f, code, out)
+		}
+	}
+	if out, code := s.run(id, "touch ~/pwn", time.Minute); code == 0 {
+		t.Fatalf("touch ~/pwn: %q", out)
+	}
+	// A general shell may not start in a directory that holds secrets.
+	s.fails("session_start", map[string]any{"cwd": filepath.Join(home, ".config")}, "read_deny")
+}
+
+// TestDevLoopInDefault: the inner loop of a developer, each step in a
+// real bash session under the default profile with the user's own
+// toolchains: make of a C file, a git commit with a pre-commit hook, npm
+// test of a local package, a Python venv that installs a local wheel and
+// runs unittest, a Go module built and tested twice (the second time from
+// the gateway's cache), man ls, and ipython evaluating 1+1.
+func TestDevLoopInDefault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds real projects with the user's toolchains (a cold Go build cache takes a minute); scripts/dev test runs it with the long tests")
+	}
+	home, project := devHome(t)
+	s := startServerHome(t, home, t.TempDir(), nil)
+	id := s.start(map[string]any{"cwd": project})
+	cache := filepath.Join(home, ".cache", "termgate", "sessions")
+
+	t.Run("make", func(t *testing.T) {
+		need(t, "gcc", "make")
+		writeFiles(t, filepath.Join(project, "c"), map[string]string{
+			"hello.c":  "#include <stdio.h>\nint main(void) { puts(\"hello from c\"); return 0; }\n",
+			"Makefile": "hello: hello.c\n\tcc -o $@ $<\n",
+		})
+		if out := s.mustRun(id, "make -C c && ./c/hello", 2*time.Minute); !strings.Contains(out, "hello from c") {
+			t.Fatalf("make: %q", out)
+		}
+	})
+	t.Run("git commit with a pre-commit hook", func(t *testing.T) {
+		need(t, "git")
+		s.mustRun(id, "git init -q repo && git -C repo config user.email dev@example.com && git -C repo config user.name Dev", time.Minute)
+		writeFiles(t, filepath.Join(project, "repo"), map[string]string{
+			".git/hooks/pre-commit": "#!/bin/sh\necho hook-ran > hook.out\n",
+			"README":                "hi\n",
+		})
+		out := s.mustRun(id, "cd repo && git add README && git commit -qm first && cat hook.out && git log --oneline | wc -l; cd ..", time.Minute)
+		if !strings.Contains(out, "hook-ran") || !strings.HasSuffix(strings.TrimSpace(out), "1") {
+			t.Fatalf("git commit: %q", out)
+		}
+	})
+	t.Run("npm test", func(t *testing.T) {
+		need(t, "npm", "node")
+		writeFiles(t, filepath.Join(project, "js"), map[string]string{
+			"package.json": `{"name": "js", "version": "1.0.0", "scripts": {"test": "node test.js"}}`,
+			"test.js":      "const assert = require('assert'); assert.strictEqual(1 + 1, 2); console.log('tests ok');\n",
+		})
+		if out := s.mustRun(id, "cd js && npm test; cd ..", 2*time.Minute); !strings.Contains(out, "tests ok") {
+			t.Fatalf("npm test: %q", out)
+		}
+	})
+	t.Run("python venv, a local wheel, unittest", func(t *testing.T) {
+		need(t, "python3")
+		py := filepath.Join(project, "py")
+		writeWheel(t, filepath.Join(py, "tgcalc-0.1-py3-none-any.whl"))
+		writeFiles(t, py, map[string]string{
+			"test_calc.py": "import unittest, tgcalc\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(tgcalc.add(2, 3), 5)\n\nif __name__ == '__main__':\n    unittest.main()\n",
+		})
+		s.mustRun(id, "cd py && python3 -m venv .venv && .venv/bin/pip install -q --no-index ./tgcalc-0.1-py3-none-any.whl; cd ..", 5*time.Minute)
+		out := s.mustRun(id, "cd py && .venv/bin/python -m unittest -v 2>&1; cd ..", 2*time.Minute)
+		if !strings.Contains(out, "test_add") || !strings.Contains(out, "OK") {
+			t.Fatalf("unittest: %q", out)
+		}
+	})
+	t.Run("go build and test twice, from the cache", func(t *testing.T) {
+		need(t, "go")
+		writeFiles(t, filepath.Join(project, "gomod"), map[string]string{
+			"go.mod":       "module example.com/hello\n\ngo 1.21\n",
+			"main.go":      "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(greeting()) }\n\nfunc greeting() string { return \"hello from go\" }\n",
+			"main_test.go": "package main\n\nimport \"testing\"\n\nfunc TestGreeting(t *testing.T) {\n\tif greeting() != \"hello from go\" {\n\t\tt.Fatal(greeting())\n\t}\n}\n",
+		})
+		if out := s.mustRun(id, "go env GOCACHE", time.Minute); strings.TrimSpace(out) != filepath.Join(cache, "go-build") {
+			t.Fatalf("GOCACHE = %q, want %s", out, filepath.Join(cache, "go-build"))
+		}
+		out := s.mustRun(id, "cd gomod && go build -o hello . && ./hello && go test . ; cd ..", 170*time.Second)
+		if !strings.Contains(out, "hello from go") || !strings.Contains(out, "ok ") {
+			t.Fatalf("go build and test: %q", out)
+		}
+		if ents, err := os.ReadDir(filepath.Join(cache, "go-build")); err != nil || len(ents) < 2 {
+			t.Fatalf("the gateway's Go build cache holds nothing: %v %d", err, len(ents))
+		}
+		// A new session: the cache is the same, the test result comes from it.
+		id2 := s.start(map[string]any{"cwd": project})
+		if out := s.mustRun(id2, "cd gomod && go test . ; cd ..", 170*time.Second); !strings.Contains(out, "(cached)") {
+			t.Fatalf("the second go test did not come from the cache: %q", out)
+		}
+		s.ok("session_close", map[string]any{"session_id": id2})
+		if _, err := os.Stat(filepath.Join(home, ".cache", "go-build")); err == nil {
+			t.Fatal("a session wrote the user's own ~/.cache/go-build")
+		}
+	})
+	t.Run("man ls", func(t *testing.T) {
+		need(t, "man")
+		r := s.send(id, "man ls", "wait_for", `list directory contents`, "timeout_ms", 60000)
+		if str(r, "completion") != "pattern" {
+			t.Fatalf("man ls: %v", r)
+		}
+		r = s.ok("session_keys", map[string]any{"session_id": id, "keys": []string{"q"}})
+		if r["complete"] != true {
+			t.Fatalf("q did not leave man: %v", r)
+		}
+		if out, code := s.run(id, "true", time.Minute); code != 0 {
+			t.Fatalf("after man: %q", out)
+		}
+	})
+	t.Run("ipython 1+1", func(t *testing.T) {
+		if _, err := exec.LookPath("ipython"); err != nil {
+			t.Skip("ipython is not installed (pip install ipython, or Debian's ipython3)")
+		}
+		if out := s.mustRun(id, "ipython -c '1+1'", 2*time.Minute); !strings.Contains(out, "Out[1]: 2") {
+			t.Fatalf("ipython: %q", out)
+		}
+	})
+}
+
+func need(t *testing.T, programs ...string) {
+	t.Helper()
+	for _, p := range programs {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s is not installed", p)
+		}
+	}
+}
+
+// writeWheel writes a pure-Python wheel of a package tgcalc (add), made
+// here: no build tool, no index.
+func writeWheel(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z := zip.NewWriter(f)
+	files := []struct{ name, body string }{
+		{"tgcalc/__init__.py", "def add(a, b):\n    return a + b\n"},
+		{"tgcalc-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: tgcalc\nVersion: 0.1\n"},
+		{"tgcalc-0.1.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: termgate-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+	}
+	var record strings.Builder
+	for _, fl := range files {
+		w, err := z.Create(fl.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(fl.body))
+		sum := sha256.Sum256([]byte(fl.body))
+		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", fl.name, base64.RawURLEncoding.EncodeToString(sum[:]), len(fl.body))
+	}
+	record.WriteString("tgcalc-0.1.dist-info/RECORD,,\n")
+	w, err := z.Create("tgcalc-0.1.dist-info/RECORD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte(record.String()))
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/termgate/termgate/policy"
+	"github.com/termgate/termgate/sandbox"
+)
+
+// What a confined session's tools get besides the profile's paths: a
+// cache directory of the gateway's (the profile's {cache}), the
+// placeholders its set_env names, and the deny list its reads of the
+// home directory leave out.
+
+// sessionCacheDir is {cache}: $XDG_CACHE_HOME/termgate/sessions (default
+// ~/.cache/termgate/sessions), made 0700 when missing. Sessions write
+// their tools' caches there (GOCACHE, PIP_CACHE_DIR, npm's, cargo's), so
+// builds stay fast from one session to the next, and the user's own
+// caches (~/.cache/go-build, ~/.npm) are never written by a session.
+// "" when there is no home to put it in.
+func sessionCacheDir(getenv func(string) string, uid int) (string, error) {
+	base := getenv("XDG_CACHE_HOME")
+	if base == "" || !filepath.IsAbs(base) {
+		home := getenv("HOME")
+		if home == "" || !filepath.IsAbs(home) {
+			return "", nil
+		}
+		base = filepath.Join(home, ".cache")
+	}
+	dir := filepath.Join(base, "termgate", "sessions")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("the sessions' cache directory %s: %w", dir, err)
+	}
+	if uid >= 0 && uid != os.Geteuid() {
+		// --session-user: the directory is the session user's to write.
+		if err := os.Lchown(dir, uid, -1); err != nil {
+			return "", fmt.Errorf("the sessions' cache directory %s: %w", dir, err)
+		}
+	}
+	return dir, nil
+}
+
+// toolPlaceholders are the placeholders set_env may name besides the
+// profile's own: {gomodcache}, the user's Go module cache (GOMODCACHE,
+// else GOPATH's first entry's pkg/mod, else ~/go/pkg/mod), which sessions
+// read through GOPROXY=file://… — go checks every module it takes from a
+// proxy against go.sum —, and {goproxy}, the gateway's GOPROXY or Go's
+// default.
+func toolPlaceholders(getenv func(string) string) map[string]string {
+	m := map[string]string{"goproxy": "https://proxy.golang.org,direct"}
+	if p := getenv("GOPROXY"); p != "" {
+		m["goproxy"] = p
+	}
+	mod := getenv("GOMODCACHE")
+	if mod == "" {
+		if gp, _, _ := strings.Cut(getenv("GOPATH"), string(filepath.ListSeparator)); gp != "" {
+			mod = filepath.Join(gp, "pkg", "mod")
+		} else if home := getenv("HOME"); home != "" {
+			mod = filepath.Join(home, "go", "pkg", "mod")
+		}
+	}
+	if filepath.IsAbs(mod) && !strings.ContainsAny(mod, ",|") {
+		m["gomodcache"] = filepath.Clean(mod)
+	}
+	return m
+}
+
+// readDenyList is data.termgate.read_deny, or sandbox.DefaultReadDeny
+// when the bundle names none.
+func readDenyList(b *policy.Bundle) ([]string, error) {
+	if b != nil {
+		if raw, ok := b.Data("termgate", "read_deny"); ok {
+			l, ok := stringList(raw)
+			if !ok {
+				return nil, errors.New("data.termgate.read_deny must be a list of paths")
+			}
+			return l, nil
+		}
+	}
+	return sandbox.DefaultReadDeny(), nil
+}
