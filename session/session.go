@@ -159,10 +159,11 @@ type Session struct {
 	spec Spec
 
 	cmd     *exec.Cmd
-	pty     *os.File // PTY master, or nil in pipe mode
-	stdin   *os.File // pipe mode
-	out     *os.File // what the reader reads
-	privDir string   // generated rc files, history; removed on close
+	pty     *os.File    // PTY master, or nil in pipe mode
+	stdin   *os.File    // pipe mode
+	out     *os.File    // what the reader reads
+	privDir string      // generated rc files, history; removed on close
+	startup *startupLog // what the user's rc files wrote to stderr (startlog.go); nil in pipe mode
 	outlog  *outputLog
 
 	integration bool
@@ -251,7 +252,8 @@ func start(id string, spec Spec) (*Session, error) {
 	}
 	if spec.Mode == ModePTY {
 		var ok bool
-		argv, env, ok, err = shellIntegration(argv, env, dir)
+		s.startup = newStartupLog(dir, spec.Sandbox, lookupEnv(env, "HOME"))
+		argv, env, ok, err = shellIntegration(argv, env, dir, s.startup.path)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err

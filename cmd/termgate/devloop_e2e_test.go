@@ -315,3 +315,60 @@ func writeWheel(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestQuietStart: a user's ~/.bashrc that, as pyenv init does, writes
+// under the home directory: what it fails on because of the sandbox is
+// not in the session's first output but in session_info's
+// startup_warnings and the server log; its standard output and a real
+// error (a command not found) are shown as a terminal would show them.
+func TestQuietStart(t *testing.T) {
+	home, project := devHome(t)
+	if err := os.MkdirAll(filepath.Join(home, ".fakeenv", "shims"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, home, map[string]string{".bashrc": `# as pyenv init and friends do
+echo rc-says-hello
+if ! touch "$HOME/.fakeenv/shims/.rehash" 2>/dev/null; then
+  echo "pyenv: cannot rehash: $HOME/.fakeenv/shims isn't writable" >&2
+fi
+t=$(mktemp "$HOME/.rc-tmp.XXXXXX")
+echo "state" > "$HOME/.rc-state"
+termgate-no-such-command-` + marker() + `
+touch rc-wrote-the-project
+`})
+	s := startServerHome(t, home, t.TempDir(), nil)
+	out := s.ok("session_start", map[string]any{"cwd": project})
+	first := str(out, "output")
+	for _, bad := range []string{"isn't writable", "Permission denied", "mktemp", "rc-state"} {
+		if strings.Contains(first, bad) {
+			t.Errorf("the first output holds what the sandbox caused (%q):\n%s", bad, first)
+		}
+	}
+	for _, want := range []string{"rc-says-hello", "termgate-no-such-command-", "command not found"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the first output lacks %q:\n%s", want, first)
+		}
+	}
+	if str(out, "completion") != "prompt" && str(out, "completion") != "command_finished" {
+		t.Errorf("the start did not end at the prompt: %v", out)
+	}
+	info := s.ok("session_info", map[string]any{"session_id": str(out, "session_id")})
+	var warnings []string
+	for _, w := range info["startup_warnings"].([]any) {
+		warnings = append(warnings, w.(string))
+	}
+	joined := strings.Join(warnings, "\n")
+	if len(warnings) != 3 || !strings.Contains(joined, "isn't writable") || !strings.Contains(joined, "mktemp") || !strings.Contains(joined, ".rc-state") {
+		t.Fatalf("startup_warnings = %q", warnings)
+	}
+	if _, err := os.Stat(filepath.Join(project, "rc-wrote-the-project")); err != nil {
+		t.Fatalf("the rc did not run to its end: %v", err)
+	}
+	eventually(t, 10*time.Second, "the server log to name the warnings", func() bool {
+		return strings.Contains(s.logText(), "startup files were refused by the sandbox")
+	})
+	// The next command's output is the command's alone.
+	if out := s.mustRun(str(out, "session_id"), "echo next", time.Minute); out != "next" {
+		t.Fatalf("echo next: %q", out)
+	}
+}

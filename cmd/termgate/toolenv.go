@@ -9,12 +9,13 @@ import (
 
 	"github.com/termgate/termgate/policy"
 	"github.com/termgate/termgate/sandbox"
+	"github.com/termgate/termgate/session"
 )
 
 // What a confined session's tools get besides the profile's paths: a
 // cache directory of the gateway's (the profile's {cache}), the
 // placeholders its set_env names, and the deny list its reads of the
-// home directory leave out.
+// home directory leave out; and what the user's rc files failed on.
 
 // sessionCacheDir is {cache}: $XDG_CACHE_HOME/termgate/sessions (default
 // ~/.cache/termgate/sessions), made 0700 when missing. Sessions write
@@ -82,4 +83,24 @@ func readDenyList(b *policy.Bundle) ([]string, error) {
 		}
 	}
 	return sandbox.DefaultReadDeny(), nil
+}
+
+// startupOutput reads what a new session's rc files wrote to standard
+// error (session.Startup): the sandbox's warnings go to the server log
+// (and session_info), the real errors are returned, redacted, to head
+// the start's output, within a part of maxOut.
+func (g *gateway) startupOutput(s *session.Session, maxOut int) string {
+	shown, warnings := s.Startup()
+	if len(warnings) > 0 {
+		g.log.Info("session start: the user's startup files were refused by the sandbox; see session_info startup_warnings",
+			"session", s.ID(), "warnings", g.redactAll(warnings))
+	}
+	if len(shown) == 0 || maxOut < 200 {
+		return ""
+	}
+	text := g.stages.redact(strings.Join(shown, "\n")) + "\n"
+	if r := []rune(text); len(r) > maxOut/4 {
+		text = string(r[:maxOut/4]) + "…\n"
+	}
+	return text
 }

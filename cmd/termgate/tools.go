@@ -516,7 +516,9 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		return nil, out, err
 	}
 	st := s.Status()
-	text, truncated, _ := g.capResult(s, r, g.stages.redact(r.Output), maxOut)
+	shown := g.startupOutput(s, maxOut)
+	text, truncated, _ := g.capResult(s, r, g.stages.redact(r.Output), maxOut-utf8.RuneCountInString(shown))
+	text = shown + text
 	out = startOut{
 		SessionID: s.ID(), Name: in.Name, Pid: st.Pid, Argv: g.redactAll(argv), Mode: string(mode),
 		Program: st.Program, Integration: st.Integration,
@@ -1030,6 +1032,10 @@ type sessionInfo struct {
 	BytesOut    int64             `json:"bytes_out" jsonschema:"bytes the terminal printed"`
 	Sandbox     string            `json:"sandbox" jsonschema:"the session's confinement"`
 	Stages      map[string]string `json:"stages,omitempty" jsonschema:"which gateway stages are in force"`
+	// StartupWarnings are what the user's rc files failed on because of
+	// the sandbox while the session started (startlog.go), kept out of
+	// its first output.
+	StartupWarnings []string `json:"startup_warnings,omitempty" jsonschema:"what the user's startup files (~/.bashrc) failed on because of the sandbox (a write under the home directory), kept out of the session's output"`
 }
 
 func (g *gateway) info(s *session.Session, full bool) sessionInfo {
@@ -1043,6 +1049,9 @@ func (g *gateway) info(s *session.Session, full bool) sessionInfo {
 	}
 	if full {
 		i.Stages = g.stages.describe()
+	}
+	if _, warnings := s.Startup(); len(warnings) > 0 {
+		i.StartupWarnings = g.redactAll(warnings)
 	}
 	return i
 }
