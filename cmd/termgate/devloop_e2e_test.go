@@ -372,3 +372,25 @@ touch rc-wrote-the-project
 		t.Fatalf("echo next: %q", out)
 	}
 }
+
+// TestScratchCwd: a client that starts the server in the home directory
+// and gives no cwd gets a session in the gateway's scratch directory;
+// the home directory itself is still refused when asked for.
+func TestScratchCwd(t *testing.T) {
+	home, _ := devHome(t)
+	s := startServerHome(t, home, home, nil)
+	out := s.ok("session_start", map[string]any{})
+	want := filepath.Join(home, ".local", "share", "termgate", "scratch")
+	if str(out, "cwd") != want {
+		t.Fatalf("cwd = %q, want %s (%v)", str(out, "cwd"), want, out)
+	}
+	if got := s.mustRun(str(out, "session_id"), "pwd && touch made-here && ls", time.Minute); got != want+"\nmade-here" {
+		t.Fatalf("pwd: %q", got)
+	}
+	ex := s.ok("exec", map[string]any{"command": "pwd"})
+	if strings.TrimSpace(str(ex, "output")) != want {
+		t.Fatalf("exec pwd: %v", ex)
+	}
+	s.fails("session_start", map[string]any{"cwd": home}, "home directory")
+	s.fails("session_start", map[string]any{"cwd": "."}, "home directory")
+}

@@ -15,7 +15,9 @@ import (
 // What a confined session's tools get besides the profile's paths: a
 // cache directory of the gateway's (the profile's {cache}), the
 // placeholders its set_env names, and the deny list its reads of the
-// home directory leave out; and what the user's rc files failed on.
+// home directory leave out; what the user's rc files failed on; and, for
+// an agent that gives no cwd to a gateway started in the home directory,
+// a scratch directory to start in.
 
 // sessionCacheDir is {cache}: $XDG_CACHE_HOME/termgate/sessions (default
 // ~/.cache/termgate/sessions), made 0700 when missing. Sessions write
@@ -83,6 +85,28 @@ func readDenyList(b *policy.Bundle) ([]string, error) {
 		}
 	}
 	return sandbox.DefaultReadDeny(), nil
+}
+
+// scratchDir is where a session starts when the agent gives no cwd and
+// the gateway's own directory is one no session may start in (the home
+// directory, a directory above it, or /): $XDG_DATA_HOME/termgate/scratch
+// (default ~/.local/share/termgate/scratch), made 0700. A session may
+// write its working directory; this one is the gateway's, below the
+// home, and holds nothing that runs at login.
+func scratchDir(getenv func(string) string) (string, error) {
+	base := getenv("XDG_DATA_HOME")
+	if base == "" || !filepath.IsAbs(base) {
+		home := getenv("HOME")
+		if home == "" || !filepath.IsAbs(home) {
+			return "", errors.New("no home directory to keep a scratch directory in")
+		}
+		base = filepath.Join(home, ".local", "share")
+	}
+	dir := filepath.Join(base, "termgate", "scratch")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("the scratch directory %s: %w", dir, err)
+	}
+	return dir, nil
 }
 
 // startupOutput reads what a new session's rc files wrote to standard

@@ -382,6 +382,7 @@ type startOut struct {
 	Sandbox     string            `json:"sandbox" jsonschema:"the session's confinement"`
 	Stages      map[string]string `json:"stages" jsonschema:"which gateway stages are in force"`
 	Decision    *Decision         `json:"decision,omitempty" jsonschema:"the gate's decision on the start"`
+	Cwd         string            `json:"cwd,omitempty" jsonschema:"where the session started"`
 }
 
 // sandboxText says how a session is confined, for results.
@@ -524,13 +525,16 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		Program: st.Program, Integration: st.Integration,
 		Output: text, Complete: r.Complete, Completion: string(r.Completion),
 		Prompt: g.stages.redact(r.Prompt), Truncated: truncated,
-		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d,
+		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d, Cwd: g.stages.redact(dir.Path),
 	}
 	if err := g.stages.outcome(ctx, gin, d, "session "+s.ID()+" started", summarize(text, out.Completion, nil)); err != nil {
 		return nil, out, err
 	}
 	g.log.Info("session started", "session", s.ID(), "program", st.Program, "pid", st.Pid, "mode", mode)
 	summary := fmt.Sprintf("%s[session %s started: %s, pid %d, %s", withNL(text), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
+	if dir.Scratch {
+		summary += fmt.Sprintf(", in the scratch directory %s (the server runs in the home directory, where no session may start; pass cwd to work in a project)", out.Cwd)
+	}
 	if out.Prompt != "" {
 		summary += fmt.Sprintf(", prompt %q", out.Prompt)
 	}
