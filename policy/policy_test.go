@@ -450,6 +450,10 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		Session: &Session{ID: "s-1", Name: "n", Argv: []string{"bash"}, Cwd: "/w", Profile: "default"},
 		Start:   &Start{Argv: []string{"env", "A=1", "sh"}, Cwd: "/w", Env: []string{"A"}},
 		Client:  Client{Name: "c", Version: "1"},
+	}, {
+		Action: "input", Text: "sudo ls", Program: "bash",
+		Session: &Session{ID: "s-2", Argv: []string{"bash"}, Cwd: "/w", Profile: "strict", Confined: true},
+		Start:   &Start{Argv: []string{"bash"}, Cwd: "/w", Env: []string{}, Confined: true},
 	}}
 	for _, c := range append(corpus, codeCorpus...) {
 		ins = append(ins, Input{Action: "input", Program: c.program, Text: c.text})

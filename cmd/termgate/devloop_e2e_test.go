@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -393,4 +394,35 @@ func TestScratchCwd(t *testing.T) {
 	}
 	s.fails("session_start", map[string]any{"cwd": home}, "home directory")
 	s.fails("session_start", map[string]any{"cwd": "."}, "home directory")
+}
+
+// TestPrivilegeRefusedAtOnce: in a confined session sudo and su cannot
+// work (no capabilities, no_new_privs): they are refused at once, with
+// the reason, and no human is asked; with the sandbox off the human is
+// asked, as before.
+func TestPrivilegeRefusedAtOnce(t *testing.T) {
+	var asked atomic.Int32
+	opts := &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}}
+	home, project := devHome(t)
+	s := startServerHome(t, home, t.TempDir(), opts)
+	id := s.start(map[string]any{"cwd": project})
+	for _, line := range []string{"sudo ls", "su -c id", "doas ls"} {
+		text := s.fails("session_send", map[string]any{"session_id": id, "text": line}, "denied by privilege.escalation")
+		if !strings.Contains(text, "no_new_privs") {
+			t.Fatalf("%s: %q", line, text)
+		}
+	}
+	s.fails("session_start", map[string]any{"cwd": project, "command": "sudo -i"}, "denied by privilege.escalation")
+	if n := asked.Load(); n != 0 {
+		t.Fatalf("a human was asked %d times", n)
+	}
+	off := startServerHome(t, home, t.TempDir(), opts, "--sandbox", "off")
+	id = off.start(map[string]any{"cwd": project})
+	off.fails("session_send", map[string]any{"session_id": id, "text": "sudo ls"}, "not confirmed")
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("unconfined: a human was asked %d times, want 1", n)
+	}
 }

@@ -37,14 +37,18 @@ func toPolicyInput(in GateInput) policy.Input {
 		pin.Text = "" // secret input is never shown to the policy as text
 	}
 	if in.Session != nil {
-		pin.Session = &policy.Session{ID: in.Session.ID, Name: in.Session.Name, Argv: in.Session.Argv, Cwd: in.Session.Cwd, Profile: "default"}
+		profile := in.Session.Profile
+		if profile == "" {
+			profile = "default"
+		}
+		pin.Session = &policy.Session{ID: in.Session.ID, Name: in.Session.Name, Argv: in.Session.Argv, Cwd: in.Session.Cwd, Profile: profile, Confined: in.Session.Confined}
 	}
 	if in.Start != nil {
 		env := in.Start.Env
 		if env == nil {
 			env = []string{}
 		}
-		pin.Start = &policy.Start{Argv: in.Start.Argv, Cwd: in.Start.Cwd, Env: env}
+		pin.Start = &policy.Start{Argv: in.Start.Argv, Cwd: in.Start.Cwd, Env: env, Confined: in.Start.Confined}
 	}
 	return pin
 }

@@ -128,3 +128,14 @@ func (g *gateway) startupOutput(s *session.Session, maxOut int) string {
 	}
 	return text
 }
+
+// sessionRef is how the policy sees the session an input goes to: its
+// profile, and whether it runs confined (then nothing in it can gain
+// privileges: policies/privilege.rego refuses sudo at once rather than
+// ask a human to approve what cannot work).
+func (g *gateway) sessionRef(s *session.Session, st session.Status) *GateRef {
+	sb := s.Sandbox()
+	// Every confined launch sets no_new_privs and drops every capability,
+	// degraded or not (Status.Enforced); an unconfined profile's does not.
+	return &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir, Profile: sb.Profile, Confined: g.cfg.Sandbox != "off" && sb.Enforced}
+}

@@ -443,6 +443,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	gin := startInput(in.Name, argv, dir, agent)
 	gin.Client = clientOf(req)
+	gin.Start.Confined = g.cfg.Sandbox != "off"
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -635,7 +636,7 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	judged := g.continuing(s.ID(), in.Text)
 	gin := GateInput{
 		Action: "input", Text: judged, Program: st.Program, Secret: st.EchoOff,
-		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
+		Session: g.sessionRef(s, st),
 		Client:  clientOf(req),
 	}
 	d, err := g.stages.gate(ctx, req, gin)
@@ -719,7 +720,7 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 	}
 	gin := GateInput{
 		Action: "input", Program: st.Program, Secret: true,
-		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
+		Session: g.sessionRef(s, st),
 		Client:  clientOf(req),
 	}
 	d, err := g.stages.gate(ctx, req, gin)
@@ -848,7 +849,7 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	gin := GateInput{
 		Action: "keys", Text: keysText(in.Keys), Program: st.Program, Secret: st.EchoOff,
-		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
+		Session: g.sessionRef(s, st),
 		Client:  clientOf(req),
 	}
 	d, err := g.stages.gate(ctx, req, gin)
@@ -1187,7 +1188,7 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	}
 	gin := GateInput{
 		Action: "exec", Text: in.Command, Program: "bash",
-		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: dir.Path, Env: agent.Names, EnvValues: agent.Pairs},
+		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: dir.Path, Env: agent.Names, EnvValues: agent.Pairs, Confined: g.cfg.Sandbox != "off"},
 		Client: clientOf(req),
 	}
 	d, err := g.stages.gate(ctx, req, gin)
