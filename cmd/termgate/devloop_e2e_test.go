@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -424,5 +426,162 @@ func TestPrivilegeRefusedAtOnce(t *testing.T) {
 	off.fails("session_send", map[string]any{"session_id": id, "text": "sudo ls"}, "not confirmed")
 	if n := asked.Load(); n != 1 {
 		t.Fatalf("unconfined: a human was asked %d times, want 1", n)
+	}
+}
+
+// fakeRemote is what ssh does to the local terminal once it is logged in:
+// raw mode, and the remote side's prompt on the screen (here a remote
+// sudo's). It reads one line (up to CR, as a raw terminal sends it) and
+// says whether it was the secret, by its hash; then it acts as a remote
+// shell prompt and reports each line it gets. It runs under a bash whose
+// argv[0] is "ssh" (fakeSSH), the leader of the terminal's foreground
+// process group: what the gateway sees of ssh is its name and the
+// terminal.
+const fakeRemote = `import hashlib, os, sys, termios, tty
+fd = 0
+old = termios.tcgetattr(fd)
+tty.setraw(fd)
+def line():
+    b = b""
+    while True:
+        c = os.read(fd, 1)
+        if c in (b"\r", b"\n", b""):
+            return b
+        b += c
+try:
+    os.write(1, b"[sudo] password for agent: ")
+    ok = hashlib.sha256(line()).hexdigest() == sys.argv[1]
+    os.write(1, b"\r\nremote: " + (b"MATCH" if ok else b"NOMATCH") + b"\r\n")
+    while True:
+        os.write(1, b"remote$ ")
+        got = line()
+        os.write(1, b"\r\nremote ran [" + got + b"]\r\n")
+        if got == b"exit":
+            break
+finally:
+    termios.tcsetattr(fd, termios.TCSADRAIN, old)
+`
+
+const fakeSSH = `python3 "$(dirname "$0")/remote.py" "$1"
+`
+
+// TestSecretRefToARemotePrompt: over ssh the local terminal is raw and
+// its echo state says nothing of the remote prompt's. A secret_ref typed
+// at a remote password prompt (known by its text) reaches it; plain text
+// there is refused, so the agent's next line never lands in the prompt
+// as a password; at a raw screen that shows no prompt, secret_ref is
+// refused and nothing is sent.
+func TestSecretRefToARemotePrompt(t *testing.T) {
+	need(t, "python3")
+	home, project := devHome(t)
+	writeFiles(t, project, map[string]string{"remote.sh": fakeSSH, "remote.py": fakeRemote})
+	secret := "pw-" + marker()
+	sum := sha256.Sum256([]byte(secret))
+	t.Setenv("TERMGATE_TEST_REMOTE_PW", secret)
+	s := startServerHome(t, home, t.TempDir(), nil, "--secret", "remote_pw=env:TERMGATE_TEST_REMOTE_PW")
+	id := s.start(map[string]any{"cwd": project})
+	r := s.send(id, fmt.Sprintf("(exec -a ssh bash remote.sh %x)", sum), "wait_for", `password for agent:`, "timeout_ms", 60000)
+	if str(r, "completion") != "pattern" || str(r, "program") != "ssh" {
+		t.Fatalf("the remote prompt did not come: %v", r)
+	}
+	// Plain text at the remote password prompt: refused, nothing typed.
+	s.fails("session_send", map[string]any{"session_id": id, "text": "ls -la"}, "asking for a password")
+	// The secret: typed there; the remote side says it got it, and the
+	// value is nowhere in what the agent reads.
+	r = s.ok("session_send", map[string]any{"session_id": id, "secret_ref": "remote_pw", "wait_for": `remote\$`, "timeout_ms": 60000})
+	if out := str(r, "output"); !strings.Contains(out, "remote: MATCH") || strings.Contains(out, secret) || str(r, "completion") != "pattern" {
+		t.Fatalf("secret_ref to the remote prompt: %v", r)
+	}
+	// At the remote shell's prompt (raw, no password prompt): a
+	// secret_ref is refused, and nothing reaches the remote side.
+	s.fails("session_send", map[string]any{"session_id": id, "secret_ref": "remote_pw"}, "shows no password prompt")
+	r = s.send(id, "exit", "wait_for", `remote ran \[exit\]`, "timeout_ms", 60000)
+	if out := str(r, "output"); str(r, "completion") != "pattern" || strings.Count(out, "remote ran [") != 1 {
+		t.Fatalf("a refused input reached the remote side: %q", out)
+	}
+	if strings.Contains(s.logText(), secret) {
+		t.Fatal("the secret is in the server log")
+	}
+}
+
+// TestSecretRefOverRealSSH is TestSecretRefToARemotePrompt with the real
+// thing: an sshd on loopback that this test starts (key login), and a
+// remote read -s prompt behind ssh -tt. The gateway runs with the sandbox
+// off: the session reaches a port no profile opens.
+func TestSecretRefOverRealSSH(t *testing.T) {
+	sshd, err := exec.LookPath("sshd")
+	if err != nil {
+		if _, err = os.Stat("/usr/sbin/sshd"); err != nil {
+			t.Skip("sshd is not installed (Debian's openssh-server)")
+		}
+		sshd = "/usr/sbin/sshd"
+	}
+	need(t, "ssh", "ssh-keygen", "sha256sum")
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		os.MkdirAll("/run/sshd", 0o755) // sshd's privilege separation directory, as its package makes it
+	}
+	dir := t.TempDir()
+	for _, k := range []string{"hostkey", "userkey"} {
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, k)).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v %s", err, out)
+		}
+	}
+	pub, _ := os.ReadFile(filepath.Join(dir, "userkey.pub"))
+	os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	conf := fmt.Sprintf("Port %d\nListenAddress 127.0.0.1\nHostKey %s\nAuthorizedKeysFile %s\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPermitRootLogin yes\nPidFile %s\n",
+		port, filepath.Join(dir, "hostkey"), filepath.Join(dir, "authorized_keys"), filepath.Join(dir, "sshd.pid"))
+	os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(conf), 0o600)
+	daemon := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
+	var dlog strings.Builder
+	daemon.Stderr = &lockedWriter{b: &dlog}
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { daemon.Process.Kill(); daemon.Wait() })
+	eventually(t, 20*time.Second, "sshd to listen", func() bool {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+
+	home, project := devHome(t)
+	secret := "pw-" + marker()
+	sum := sha256.Sum256([]byte(secret))
+	t.Setenv("TERMGATE_TEST_REMOTE_PW", secret)
+	s := startServerHome(t, home, t.TempDir(), nil, "--sandbox", "off", "--secret", "remote_pw=env:TERMGATE_TEST_REMOTE_PW")
+	id := s.start(map[string]any{"cwd": project})
+	// The remote side's script, on this machine's disk (the remote is
+	// this machine): a remote sudo's prompt, read with the remote
+	// terminal's echo off; then a remote shell prompt.
+	writeFiles(t, project, map[string]string{"remote-prompt.sh": fmt.Sprintf(`read -rs -p '[sudo] password for agent: ' pw; echo
+if [ "$(printf %%s "$pw" | sha256sum | cut -c1-64)" = %x ]; then echo remote: MATCH; else echo remote: NOMATCH; fi
+read -r -p 'remote$ ' l; echo "remote ran [$l]"
+`, sum)})
+	line := fmt.Sprintf("ssh -tt -i %s -p %d -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR %s@127.0.0.1 bash %s",
+		filepath.Join(dir, "userkey"), port, me.Username, filepath.Join(project, "remote-prompt.sh"))
+	r := s.send(id, line, "wait_for", `password for agent:`, "timeout_ms", 60000)
+	if str(r, "completion") != "pattern" || str(r, "program") != "ssh" {
+		t.Fatalf("the remote prompt did not come: %v\nsshd: %s", r, dlog.String())
+	}
+	s.fails("session_send", map[string]any{"session_id": id, "text": "ls -la"}, "asking for a password")
+	r = s.ok("session_send", map[string]any{"session_id": id, "secret_ref": "remote_pw", "wait_for": `remote\$`, "timeout_ms": 60000})
+	if out := str(r, "output"); !strings.Contains(out, "remote: MATCH") || strings.Contains(out, secret) {
+		t.Fatalf("secret_ref over ssh: %v", r)
+	}
+	r = s.send(id, "bye", "wait_for", `remote ran \[bye\]`, "timeout_ms", 60000)
+	if str(r, "completion") != "pattern" {
+		t.Fatalf("after the secret: %v", r)
 	}
 }

@@ -632,6 +632,9 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	if prompt, ok := g.remotePrompt(s, st); ok {
+		return nil, out, fmt.Errorf("the remote side is asking for a password (%q) and your text would be typed into it as one; send secret_ref or secret there, or session_keys ctrl+c to leave the prompt; nothing was sent", g.stages.redact(prompt))
+	}
 	enter := in.Enter == nil || *in.Enter
 	judged := g.continuing(s.ID(), in.Text)
 	gin := GateInput{
@@ -715,7 +718,10 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 	if err != nil {
 		return nil, out, err
 	}
-	if !st.EchoOff {
+	if _, remote := g.remotePrompt(s, st); !st.EchoOff && !remote {
+		if s.RawTerminal() {
+			return nil, out, fmt.Errorf("the terminal is raw (%s relays it, or reads keys itself) and its screen shows no password prompt at the cursor, so the secret could be shown or run; nothing was sent. Send it when the program asks for a password", st.Program)
+		}
 		return nil, out, errors.New("the terminal is not at a prompt that hides input (its echo is on), so the secret would be shown or run; nothing was sent. Send it when the program asks for a password")
 	}
 	gin := GateInput{
