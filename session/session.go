@@ -233,7 +233,7 @@ func start(id string, spec Spec) (*Session, error) {
 		replyKick:  make(chan struct{}, 1),
 		replyDone:  make(chan struct{}),
 	}
-	dir, err := os.MkdirTemp("", "termgate-session-")
+	dir, err := os.MkdirTemp("", sandbox.TempPattern("session"))
 	if err != nil {
 		return nil, fmt.Errorf("creating session directory: %w", err)
 	}

@@ -32,12 +32,17 @@ import (
 // GateInput is what the policy sees of one input. Field names follow the
 // policy input document in DESIGN.
 type GateInput struct {
-	Action  string   `json:"action"` // start | input | keys | exec
-	Text    string   `json:"text"`
-	Program string   `json:"program,omitempty"`
-	Session *GateRef `json:"session,omitempty"`
-	Start   *GateRef `json:"start,omitempty"`
-	Client  Client   `json:"client"`
+	Action  string       `json:"action"` // start | input | keys | exec | connect
+	Text    string       `json:"text"`
+	Program string       `json:"program,omitempty"`
+	Session *GateRef     `json:"session,omitempty"`
+	Start   *GateRef     `json:"start,omitempty"`
+	Connect *GateConnect `json:"connect,omitempty"` // action connect: the destination
+	Client  Client       `json:"client"`
+	// Cwd is the current directory of the terminal's foreground program
+	// when the input is judged (input.cwd): relative paths are resolved
+	// against it.
+	Cwd string `json:"cwd,omitempty"`
 	// Secret marks input typed while the terminal's echo is off: it must
 	// not be shown to the policy as text, logged or audited.
 	Secret bool `json:"-"`
@@ -118,16 +123,17 @@ type Auditor interface {
 type AuditEvent struct {
 	// Kind: decision | confirmation_asked | confirmation_answered |
 	// outcome | session_start | session_end | tool_error | server_start |
-	// server_stop | policy_load | policy_reload.
+	// server_stop | policy_load | policy_reload | network.
 	Kind     string
 	Input    GateInput
 	Decision Decision
 	Outcome  string
-	Approved bool           // confirmation_answered
-	Output   *OutputSummary // outcome
-	Session  *SessionFacts  // session_start, session_end
-	Err      string         // tool_error, a failed policy_reload (redacted)
-	Fields   map[string]any // extra ECS or termgate.* fields, dotted
+	Approved bool                // confirmation_answered
+	Output   *OutputSummary      // outcome
+	Session  *SessionFacts       // session_start, session_end
+	Network  *sandbox.Connection // network: one connection through the egress proxy
+	Err      string              // tool_error, a failed policy_reload (redacted)
+	Fields   map[string]any      // extra ECS or termgate.* fields, dotted
 }
 
 // OutputSummary describes what an input produced.
@@ -135,6 +141,15 @@ type OutputSummary struct {
 	Bytes, Lines, Redactions int
 	Completion               string
 	ExitCode                 *int
+	Refused                  []string // what the sandbox refused meanwhile
+}
+
+// withRefusals adds what the sandbox refused to a summary.
+func withRefusals(s *OutputSummary, rs []Refusal) *OutputSummary {
+	for _, r := range rs {
+		s.Refused = append(s.Refused, r.String())
+	}
+	return s
 }
 
 // SessionFacts describe a session starting or ending.
@@ -204,11 +219,17 @@ const noPolicyRule = "policy.none"
 // error means nothing may be written; its text says why and that nothing
 // was sent.
 func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInput) (Decision, error) {
-	const nothingSent = "nothing was sent"
 	d := Decision{Action: "allow", Rule: noPolicyRule, Reason: "no policy engine is configured in this build"}
 	if p.Decider != nil {
 		d = p.decide(ctx, in)
 	}
+	return p.settle(ctx, req, in, d)
+}
+
+// settle runs stages 2–3 for a decision the policy made: a confirm asks
+// the human, and the outcome is recorded.
+func (p *Stages) settle(ctx context.Context, req *mcp.CallToolRequest, in GateInput, d Decision) (Decision, error) {
+	const nothingSent = "nothing was sent"
 	notConfirmed := "" // why a confirmation did not happen
 	asked := d.Reason  // the policy's reason for asking
 	switch d.Action {

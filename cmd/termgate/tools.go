@@ -238,6 +238,8 @@ type ioOut struct {
 	LostLines  int64     `json:"lost_lines,omitempty" jsonschema:"lines that scrolled past the scrollback before they could be read (the output log may still hold them: see rest)"`
 	Rest       *readCall `json:"rest,omitempty" jsonschema:"when output was cut: the session_read call (mode log) that returns what was cut"`
 	Decision   *Decision `json:"decision,omitempty" jsonschema:"the gate's decision on this input"`
+	Refused    []Refusal `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while this call ran (a connection the egress proxy refused): destination, program, profile, rule, reason"`
+	refusedN   int       // refusals past the list
 }
 
 func (o ioOut) text() string {
@@ -246,6 +248,7 @@ func (o ioOut) text() string {
 	if o.Output != "" && !strings.HasSuffix(o.Output, "\n") {
 		b.WriteByte('\n')
 	}
+	b.WriteString(refusedText(o.Refused, o.refusedN))
 	fmt.Fprintf(&b, "[session %s · %s", o.SessionID, o.Program)
 	switch {
 	case !o.Complete:
@@ -383,6 +386,7 @@ type startOut struct {
 	Stages      map[string]string `json:"stages" jsonschema:"which gateway stages are in force"`
 	Decision    *Decision         `json:"decision,omitempty" jsonschema:"the gate's decision on the start"`
 	Cwd         string            `json:"cwd,omitempty" jsonschema:"where the session started"`
+	Refused     []Refusal         `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while the program started (a connection the egress proxy refused)"`
 }
 
 // sandboxText says how a session is confined, for results.
@@ -444,6 +448,13 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	gin := startInput(in.Name, argv, dir, agent)
 	gin.Client = clientOf(req)
 	gin.Start.Confined = g.cfg.Sandbox != "off"
+	answers, declined, err := g.egress.answer(ctx, req, gin)
+	if err == nil {
+		err = declined
+	}
+	if err != nil {
+		return nil, out, err
+	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -455,6 +466,9 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, out, err
 	}
+	ctx, done := g.egress.call(ctx, req, "", l.egress)
+	defer done()
+	g.egress.apply("", l.egress, answers)
 	env := mergeEnv(l.env, append([]string{"TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec}
 	spec.OutputLogMax = g.outputLogMax()
@@ -471,9 +485,11 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	s, err := g.mgr.Start(spec)
 	if err != nil {
+		g.egress.end(l.egress)
 		return nil, out, fmt.Errorf("session not started: %w", err)
 	}
 	progressOf(ctx).watch(s)
+	g.egress.started(s.ID(), l.egress)
 	if tapErr != nil {
 		_ = g.mgr.Close(ctx, s.ID())
 		return nil, out, fmt.Errorf("session not started: its recording could not be made: %w", tapErr)
@@ -491,6 +507,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	go func() {
 		defer g.ends.Done()
 		<-s.Done()
+		g.egress.end(l.egress)
 		if tap != nil {
 			if err := tap.close(); err != nil {
 				g.log.Error("closing a recording", "session", s.ID(), "err", err)
@@ -517,6 +534,12 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		}
 		return nil, out, err
 	}
+	if ask := g.egress.askResult(ctx, gin); ask != nil {
+		// The human is asked about the connections the program was
+		// refused; an approval starts it again, as a new session.
+		_ = g.mgr.Close(ctx, s.ID())
+		return ask, startOut{}, nil
+	}
 	st := s.Status()
 	shown := g.startupOutput(s, maxOut)
 	text, truncated, _ := g.capResult(s, r, g.stages.redact(r.Output), maxOut-utf8.RuneCountInString(shown))
@@ -528,11 +551,13 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		Prompt: g.stages.redact(r.Prompt), Truncated: truncated,
 		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d, Cwd: g.stages.redact(dir.Path),
 	}
-	if err := g.stages.outcome(ctx, gin, d, "session "+s.ID()+" started", summarize(text, out.Completion, nil)); err != nil {
+	refusedN := 0
+	out.Refused, refusedN = g.egress.refused(ctx)
+	if err := g.stages.outcome(ctx, gin, d, "session "+s.ID()+" started", withRefusals(summarize(text, out.Completion, nil), out.Refused)); err != nil {
 		return nil, out, err
 	}
 	g.log.Info("session started", "session", s.ID(), "program", st.Program, "pid", st.Pid, "mode", mode)
-	summary := fmt.Sprintf("%s[session %s started: %s, pid %d, %s", withNL(text), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
+	summary := fmt.Sprintf("%s%s[session %s started: %s, pid %d, %s", withNL(text), refusedText(out.Refused, refusedN), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
 	if dir.Scratch {
 		summary += fmt.Sprintf(", in the scratch directory %s (the server runs in the home directory, where no session may start; pass cwd to work in a project)", out.Cwd)
 	}
@@ -640,7 +665,10 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	gin := GateInput{
 		Action: "input", Text: judged, Program: st.Program, Secret: st.EchoOff,
 		Session: g.sessionRef(s, st),
-		Client:  clientOf(req),
+		Client:  clientOf(req), Cwd: foregroundCwd(st.Pid),
+	}
+	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
+		return nil, out, err
 	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
@@ -651,6 +679,8 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	o.Judge = g.lineJudge(ctx, s, gin)
 	o.Approved = strings.Split(strings.ReplaceAll(in.Text, "\r\n", "\n"), "\n")
+	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+	defer done()
 	r, err := s.Send(ctx, in.Text, enter, o)
 	if err != nil {
 		return nil, out, sendError(s, err)
@@ -729,6 +759,9 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 		Session: g.sessionRef(s, st),
 		Client:  clientOf(req),
 	}
+	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
+		return nil, out, err
+	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -736,6 +769,8 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 	if err != nil {
 		return nil, out, err
 	}
+	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+	defer done()
 	r, err := s.Send(ctx, value, in.Enter == nil || *in.Enter, o)
 	if err != nil {
 		return nil, out, sendError(s, err)
@@ -773,7 +808,7 @@ func (g *gateway) lineJudge(ctx context.Context, s *session.Session, base GateIn
 			}
 		}
 		in := base
-		in.Action, in.Program, in.Text = "input", st.Program, g.continuing(s.ID(), line)
+		in.Action, in.Program, in.Text, in.Cwd = "input", st.Program, g.continuing(s.ID(), line), foregroundCwd(st.Pid)
 		return g.stages.judgeLine(ctx, in)
 	}
 }
@@ -793,6 +828,9 @@ func sendError(s *session.Session, err error) error {
 
 // ioResult redacts, caps and records a session result.
 func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Result, maxOut int, gin GateInput, d *Decision) (*mcp.CallToolResult, ioOut, error) {
+	if ask := g.egress.askResult(ctx, gin); ask != nil {
+		return ask, ioOut{}, nil
+	}
 	st := s.Status()
 	text, truncated, rest := g.capResult(s, r, g.stages.redact(r.Output), maxOut)
 	out := ioOut{
@@ -801,9 +839,10 @@ func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Re
 		Busy: st.Busy, Truncated: truncated, Screen: r.Screen, Continued: r.Continued,
 		EchoOff: st.EchoOff, LostLines: r.LostLines, Rest: rest, Decision: d,
 	}
+	out.Refused, out.refusedN = g.egress.refused(ctx)
 	if d != nil {
 		summary := fmt.Sprintf("%s: %d characters of output", out.Completion, len(text))
-		if err := g.stages.outcome(ctx, gin, *d, summary, summarize(text, out.Completion, r.ExitCode)); err != nil {
+		if err := g.stages.outcome(ctx, gin, *d, summary, withRefusals(summarize(text, out.Completion, r.ExitCode), out.Refused)); err != nil {
 			return nil, out, fmt.Errorf("the audit log could not record the outcome: %w", err)
 		}
 	}
@@ -858,6 +897,9 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 		Session: g.sessionRef(s, st),
 		Client:  clientOf(req),
 	}
+	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
+		return nil, out, err
+	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -866,6 +908,8 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, out, err
 	}
 	o.Judge = g.lineJudge(ctx, s, gin)
+	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+	defer done()
 	r, err := s.SendKeys(ctx, keys, o)
 	if err != nil {
 		return nil, out, sendError(s, err)
@@ -938,11 +982,18 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 		if in.TimeoutMs == 0 && in.WaitFor == "" {
 			o.NoWait = true // no timeout_ms: what is there now, at once
 		}
+		// A read binds the human's answer about connections to its session.
+		bind := GateInput{Action: "read", Session: &GateRef{ID: s.ID()}, Client: clientOf(req)}
+		if err := g.egressAnswer(ctx, req, bind, s); err != nil {
+			return nil, out, err
+		}
+		ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+		defer done()
 		r, err := s.Read(ctx, o)
 		if err != nil {
 			return nil, out, err
 		}
-		res, io, err := g.ioResult(ctx, s, r, maxOut, GateInput{}, nil)
+		res, io, err := g.ioResult(ctx, s, r, maxOut, bind, nil)
 		out.ioOut = io
 		return res, out, err
 	case "screen", "scrollback":
@@ -1166,6 +1217,7 @@ type execOut struct {
 	Duration  int64     `json:"duration_ms" jsonschema:"how long it ran"`
 	Sandbox   string    `json:"sandbox" jsonschema:"the command's confinement"`
 	Decision  *Decision `json:"decision,omitempty" jsonschema:"the gate's decision"`
+	Refused   []Refusal `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while the command ran (a connection the egress proxy refused): destination, program, profile, rule, reason"`
 }
 
 func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, execOut, error) {
@@ -1197,6 +1249,13 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: dir.Path, Env: agent.Names, EnvValues: agent.Pairs, Confined: g.cfg.Sandbox != "off"},
 		Client: clientOf(req),
 	}
+	answers, declined, err := g.egress.answer(ctx, req, gin)
+	if err == nil {
+		err = declined
+	}
+	if err != nil {
+		return nil, out, err
+	}
 	d, err := g.stages.gate(ctx, req, gin)
 	if res, ok := asksHuman(err); ok {
 		return res, out, nil
@@ -1213,11 +1272,18 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	if err != nil {
 		return nil, out, err
 	}
+	ctx, done := g.egress.call(ctx, req, "", l.egress)
+	defer done()
+	defer g.egress.end(l.egress)
+	g.egress.apply("", l.egress, answers)
 	env := mergeEnv(l.env, append([]string{"TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	sb := l.spec
 	r, err := session.Exec(ctx, argv, dir.Path, env, limit, 4*maxOut, g.redactor, sb)
 	if err != nil {
 		return nil, out, fmt.Errorf("exec: %w", err)
+	}
+	if ask := g.egress.askResult(ctx, gin); ask != nil {
+		return ask, out, nil // an approval runs the command again
 	}
 	text, truncated, _ := capOutput(g.stages.redact(r.Output), maxOut, func(int, int) (string, *readCall) {
 		hint := "exec keeps no history: run the command in a session (session_start, session_send) to page all of its output with session_read mode log"
@@ -1230,9 +1296,12 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 		Output: text, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Truncated: truncated || r.Truncated,
 		Duration: r.Duration.Milliseconds(), Sandbox: sandboxStatusOf(sb, r.Sandbox), Decision: &d,
 	}
-	if err := g.stages.outcome(ctx, gin, d, fmt.Sprintf("exit %d", r.ExitCode), summarize(text, "exited", &r.ExitCode)); err != nil {
+	refusedN := 0
+	out.Refused, refusedN = g.egress.refused(ctx)
+	if err := g.stages.outcome(ctx, gin, d, fmt.Sprintf("exit %d", r.ExitCode), withRefusals(summarize(text, "exited", &r.ExitCode), out.Refused)); err != nil {
 		return nil, out, err
 	}
+	text = withNL(text) + refusedText(out.Refused, refusedN)
 	status := fmt.Sprintf("[exit %d · %d ms", r.ExitCode, out.Duration)
 	if r.TimedOut {
 		status += fmt.Sprintf(" · killed at the %s limit", limit)
