@@ -128,14 +128,17 @@ func (s *server) mustRun(id, line string, timeout time.Duration) string {
 
 // TestHomeReadByDenyList: a session reads the system and the home
 // directory, lists / and ~, and is refused the private key and the
-// credentials (a link to the key too); known_hosts and the public key
-// stay readable; nothing in the home is writable.
+// credentials (a link to the key too) by the sandbox, even where the
+// policy asks a human about such a read and the human approves it;
+// known_hosts and the public key stay readable; nothing in the home is
+// writable.
 func TestHomeReadByDenyList(t *testing.T) {
 	home, project := devHome(t)
 	if err := os.Symlink(filepath.Join(home, ".ssh", "id_ed25519"), filepath.Join(home, "keylink")); err != nil {
 		t.Fatal(err)
 	}
-	s := startServerHome(t, home, t.TempDir(), nil)
+	var asked atomic.Int32
+	s := startServerHome(t, home, t.TempDir(), confirmClient(&mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, 0, &asked, nil))
 	id := s.start(map[string]any{"cwd": project})
 	if out := s.mustRun(id, "ls /", time.Minute); !strings.Contains(out, "usr") || !strings.Contains(out, "etc") {
 		t.Fatalf("ls /: %q", out)
