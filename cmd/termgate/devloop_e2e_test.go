@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/termgate/termgate/policies"
 )
 
 // The developer's inner loop in the default profile, in real sessions:
@@ -587,4 +588,75 @@ read -r -p 'remote$ ' l; echo "remote ran [$l]"
 	if str(r, "completion") != "pattern" {
 		t.Fatalf("after the secret: %v", r)
 	}
+}
+
+// BenchmarkDevHomeStart is session_start of bash to its first prompt in
+// a developer's home (a hundred dotfiles and directories, a .config of
+// forty tools, keys and credentials), side by side: the default profile
+// as shipped, which reads the home by deny-list (every entry granted on
+// its own, enumerated at start), and the same profile reading the fixed
+// list of tool-chain directories and dotfiles it read before.
+//
+//	go test ./cmd/termgate -run '^$' -bench DevHomeStart -benchtime 50x
+func BenchmarkDevHomeStart(b *testing.B) {
+	home := b.TempDir()
+	project := filepath.Join(home, "src", "project")
+	var files []string
+	for i := range 60 {
+		files = append(files, fmt.Sprintf(".tool%02drc", i), fmt.Sprintf("dir%02d/file", i))
+	}
+	for i := range 40 {
+		files = append(files, fmt.Sprintf(".config/app%02d/settings.json", i))
+	}
+	files = append(files, ".ssh/id_ed25519", ".ssh/id_ed25519.pub", ".ssh/known_hosts", ".aws/credentials", ".config/gh/hosts.yml", ".bashrc", ".gitconfig", "src/project/main.go")
+	for _, f := range files {
+		p := filepath.Join(home, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x\n"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bundle := func(edit func(string) string) string {
+		dir := b.TempDir()
+		if err := os.CopyFS(dir, policies.FS); err != nil {
+			b.Fatal(err)
+		}
+		p := filepath.Join(dir, "data.json")
+		src, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(edit(string(src))), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		return dir
+	}
+	fixed := bundle(func(s string) string {
+		old := `"{path}", "{home}/.pyenv", "{home}/.nvm", "{home}/.cargo", "{home}/.rustup", "{home}/go", "{home}/.local/bin", "{home}/.local/lib", "{home}/.gitconfig", "{home}/.bashrc", "{home}/.profile", "{home}/.bash_profile", "{home}/.zshrc", "{home}/.inputrc", "{home}/.vimrc"]`
+		s = strings.Replace(s, `"{path}", "{home}/*"]`, old, 1)
+		return strings.Replace(s, `"list": ["/"],`, ``, 1)
+	})
+	byDeny := bundle(func(s string) string { return s })
+	deny := startServerHome(b, home, b.TempDir(), nil, "--policy-dir", byDeny, "--max-sessions", "4096")
+	list := startServerHome(b, home, b.TempDir(), nil, "--policy-dir", fixed, "--max-sessions", "4096")
+	start := func(s *server) time.Duration {
+		t0 := time.Now()
+		out := s.ok("session_start", map[string]any{"cwd": project})
+		d := time.Since(t0)
+		if str(out, "completion") != "prompt" {
+			b.Fatalf("start did not end on a prompt: %v", out)
+		}
+		s.ok("session_close", map[string]any{"session_id": str(out, "session_id")})
+		return d
+	}
+	var dList, dDeny []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		dList = append(dList, start(list))
+		dDeny = append(dDeny, start(deny))
+	}
+	b.StopTimer()
+	reportPair(b, dList, dDeny, "fixed-list", "deny-list")
 }
