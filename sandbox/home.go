@@ -47,6 +47,15 @@ func DefaultReadDeny() []string {
 		"{home}/.netrc", "{home}/.pgpass", "{home}/.my.cnf", "{home}/.gnupg", "{home}/.password-store",
 		"{home}/.local/share/keyrings", "{home}/.mozilla", "{home}/.config/google-chrome", "{home}/.config/chromium",
 		"{home}/.config/gh/hosts.yml", "{home}/.npmrc", "{home}/.pypirc", "{home}/.git-credentials", "{home}/.vault-token",
+		// What shells and REPLs kept of what was typed (passwords too), and
+		// more homes of tokens and keys.
+		"{home}/.*_history", "{home}/.*history", "{home}/.local/share/fish/fish_history",
+		"{home}/.cargo/credentials", "{home}/.cargo/credentials.toml", "{home}/.gem/credentials",
+		"{home}/.m2/settings.xml", "{home}/.m2/settings-security.xml", "{home}/.gradle/gradle.properties",
+		"{home}/.terraform.d/credentials.tfrc.json", "{home}/.config/containers/auth.json", "{home}/.config/rclone",
+		"{home}/.s3cfg", "{home}/.boto", "{home}/.oci", "{home}/.config/doctl", "{home}/.config/op",
+		"{home}/.config/git/credentials", "{home}/.config/glab-cli", "{home}/.config/hub",
+		"{home}/.config/BraveSoftware", "{home}/.config/microsoft-edge", "{home}/.thunderbird", "{home}/.pki",
 	}
 }
 

@@ -69,7 +69,7 @@ func TestReadHomeByDenyList(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := func(rel string) string { return filepath.Join(l.home, rel) }
-	for _, want := range []string{h("notes.txt"), h("src"), h(".config/git"), h(".config/gh/config.yml"),
+	for _, want := range []string{h("notes.txt"), h("src"), h(".config/git/ignore"), h(".config/gh/config.yml"),
 		filepath.Join(l.root, "elsewhere", "tool")} {
 		if !slices.Contains(s.Read, want) {
 			t.Errorf("read lacks %s: %v", want, s.Read)
