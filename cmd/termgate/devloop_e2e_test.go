@@ -64,6 +64,7 @@ func devHome(t *testing.T) (home, project string) {
 		".ssh/known_hosts":     "example.com ssh-ed25519 AAAA\n",
 		".aws/credentials":     "[default]\naws_secret_access_key = fake-" + marker() + "\n",
 		".config/gh/hosts.yml": "github.com:\n  oauth_token: fake-" + marker() + "\n",
+		".bash_history":        "export TOKEN=fake-" + marker() + "\n",
 	}
 	for name, body := range files {
 		p := filepath.Join(home, name)
@@ -151,7 +152,11 @@ func TestHomeReadByDenyList(t *testing.T) {
 		t.Fatalf("reading the home: %q", out)
 	}
 	s.mustRun(id, "cat ~/.ssh/id_ed25519.pub", time.Minute)
-	for _, f := range []string{"~/.ssh/id_ed25519", "~/keylink", "~/.aws/credentials", "~/.config/gh/hosts.yml"} {
+	// REPLs keep their history in the session's private directory.
+	if out := s.mustRun(id, "echo $NODE_REPL_HISTORY $PYTHON_HISTORY", time.Minute); !strings.Contains(out, "node_repl_history") || strings.Contains(out, home) {
+		t.Fatalf("REPL histories: %q", out)
+	}
+	for _, f := range []string{"~/.ssh/id_ed25519", "~/keylink", "~/.aws/credentials", "~/.config/gh/hosts.yml", "~/.bash_history"} {
 		out, code := s.run(id, "cat "+f, time.Minute)
 		if code == 0 || !strings.Contains(out, "Permission denied") || strings.Contains(out, "PRIVATE") || strings.Contains(out, "fake-") {
 			t.Fatalf("cat %s: exit %d: %q", f, code, out)
