@@ -76,6 +76,15 @@ func (g *gateway) prepareLaunch(b *policy.Bundle, profile string, cwd checkedDir
 		if vars.Cache, err = sessionCacheDir(g.getenv, sessionUID); err != nil {
 			return launch{}, fmt.Errorf("%v; nothing was started", err)
 		}
+		if vars.Cache != "" {
+			if err := sandbox.CheckGrant(vars.Cache, g.protected); err != nil {
+				// The gateway keeps its own files around it (an audit log
+				// directly in the home): sessions go without the shared
+				// cache, their tools' variables that name it are left out.
+				g.log.Warn("sessions get no shared cache for their tools", "dir", vars.Cache, "err", err)
+				vars.Cache = ""
+			}
+		}
 	}
 	spec, err := p.Resolve(vars, g.protected)
 	if err != nil {
