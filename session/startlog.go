@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/termgate/termgate/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // The start log of a confined bash or zsh session: what the user's rc
@@ -77,15 +79,35 @@ func (s *Session) Startup() (shown, warnings []string) {
 		return nil, nil
 	}
 	l.once.Do(func() {
-		f, err := os.Open(l.path)
+		b, err := readStartLog(l.path)
 		if err != nil {
 			return
 		}
-		defer f.Close()
-		b, _ := io.ReadAll(io.LimitReader(f, maxStartLog))
 		l.shown, l.warnings = sortStartLog(string(b), l.writable, l.home)
 	})
 	return l.shown, l.warnings
+}
+
+// readStartLog reads at most maxStartLog bytes of the start log. The
+// session may write in the directory that holds it, so the gateway opens
+// it as no more than what the session could make there: never through a
+// link (to a file the session may not read), never blocking (a FIFO),
+// and only a regular file.
+func readStartLog(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errors.New("the start log is not a regular file")
+	}
+	return io.ReadAll(io.LimitReader(f, maxStartLog))
 }
 
 var (

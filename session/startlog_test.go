@@ -1,10 +1,14 @@
 package session
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestSortStartLog: a refusal that names only paths the session may not
@@ -65,4 +69,36 @@ func FuzzSortStartLog(f *testing.F) {
 			t.Fatalf("%d warnings", len(warnings))
 		}
 	})
+}
+
+// TestReadStartLogOpensOnlyWhatTheSessionMade: the session may write in
+// the directory of its start log, so a link there (to a file the session
+// may not read) is not followed, and a FIFO does not block the gateway.
+func TestReadStartLogOpensOnlyWhatTheSessionMade(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "gateway-only")
+	if err := os.WriteFile(secret, []byte("gateway secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.log")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := readStartLog(link); err == nil {
+		t.Fatalf("a link was followed: %q", b)
+	}
+	fifo := filepath.Join(dir, "fifo.log")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readStartLog(fifo); err == nil {
+		t.Fatal("a FIFO was read")
+	}
+	plain := filepath.Join(dir, "startup.log")
+	if err := os.WriteFile(plain, []byte(strings.Repeat("x", maxStartLog+10)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := readStartLog(plain); err != nil || len(b) != maxStartLog {
+		t.Fatalf("a plain log: %d bytes, %v", len(b), err)
+	}
 }
