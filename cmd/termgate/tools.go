@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -749,8 +750,8 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 		return nil, out, err
 	}
 	if _, remote := g.remotePrompt(s, st); !st.EchoOff && !remote {
-		if s.RawTerminal() {
-			return nil, out, fmt.Errorf("the terminal is raw (%s relays it, or reads keys itself) and its screen shows no password prompt at the cursor, so the secret could be shown or run; nothing was sent. Send it when the program asks for a password", st.Program)
+		if slices.Contains(remoteTerminals(g.policy.Bundle()), st.Program) && s.RawTerminal() {
+			return nil, out, fmt.Errorf("the terminal is raw (%s relays another terminal) and its screen shows no password prompt at the cursor, so the secret could be shown or run; nothing was sent. Send it when the program asks for a password", st.Program)
 		}
 		return nil, out, errors.New("the terminal is not at a prompt that hides input (its echo is on), so the secret would be shown or run; nothing was sent. Send it when the program asks for a password")
 	}
