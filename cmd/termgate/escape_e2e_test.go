@@ -276,6 +276,11 @@ func TestAgentEnvCannotRunCode(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(project, "x.sh"), []byte("touch "+marker+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The user's cache directory: the gateway keeps its sessions' tool
+	// caches below it (snapshot skips those).
+	if err := os.MkdirAll(filepath.Join(home, ".cache"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	before := snapshot(t, home)
 	sub := "$(touch " + marker + ")"
 	for _, c := range []struct {
