@@ -101,8 +101,8 @@ func (d *daemon) stop() {
 	d.cmd = nil
 }
 
-// records waits until the collector has written every sequence 1..n,
-// and returns its lines' fields by sequence.
+// records waits until the collector has written n records, each once,
+// and returns their lines' fields by sequence.
 func (d *daemon) records(n int) map[int64][]string {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -119,6 +119,9 @@ func (d *daemon) records(n int) map[int64][]string {
 				rec, err := parse([]byte(strings.TrimSpace(msg)))
 				if err != nil {
 					d.t.Fatalf("%s did not get one whole JSON record (%v): %.200q", d.name, err, msg)
+				}
+				if got[seqOf(rec)] != nil {
+					d.t.Fatalf("%s wrote record %d twice", d.name, seqOf(rec))
 				}
 				got[seqOf(rec)] = fields
 			}
