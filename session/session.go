@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -164,6 +165,7 @@ type Session struct {
 	out     *os.File    // what the reader reads
 	privDir string      // generated rc files, history; removed on close
 	startup *startupLog // what the user's rc files wrote to stderr (startlog.go); nil in pipe mode
+	grants  *grants     // what a confined session's sandbox grants (refused.go); set before it starts
 	outlog  *outputLog
 
 	integration bool
@@ -373,6 +375,9 @@ func (s *Session) prepareSandbox(cmd *exec.Cmd, sb sandbox.Spec, argv, env []str
 		return nil, fmt.Errorf("session not started: %w", err)
 	}
 	s.sandbox, s.cgroup = st, cg
+	if !sb.Unconfined && st.Enforced && !slices.ContainsFunc(st.NotEnforced, func(x string) bool { return strings.HasPrefix(x, "landlock") }) {
+		s.grants = &grants{read: sb.Read, write: append(append([]string{}, sb.Write...), sb.Devices...), home: lookupEnv(env, "HOME")}
+	}
 	return sandbox.Prepare(cmd, sb)
 }
 
