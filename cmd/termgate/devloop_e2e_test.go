@@ -165,6 +165,21 @@ func TestHomeReadByDenyList(t *testing.T) {
 	if out, code := s.run(id, "touch ~/pwn", time.Minute); code == 0 {
 		t.Fatalf("touch ~/pwn: %q", out)
 	}
+	// The result names what the sandbox refused, and why.
+	r := s.send(id, "cat ~/.aws/credentials; echo /usr/bin > ~/notes.txt; cat ~/notes.txt", "timeout_ms", 60000)
+	refused := map[string]string{}
+	for _, x := range refusals(r) {
+		refused[str(x, "path")] = str(x, "access") + ": " + str(x, "reason")
+	}
+	if got := refused[filepath.Join(home, ".aws", "credentials")]; got != "file: the bundle's read_deny keeps it from sessions" {
+		t.Errorf("the credentials' refusal: %q (%v)", got, r)
+	}
+	if got := refused[filepath.Join(home, "notes.txt")]; got != "write: the profile grants it read-only" {
+		t.Errorf("the notes' refusal: %q (%v)", got, r)
+	}
+	if len(refused) != 2 {
+		t.Errorf("sandbox_refused = %v", r["sandbox_refused"])
+	}
 	// A general shell may not start in a directory that holds secrets.
 	s.fails("session_start", map[string]any{"cwd": filepath.Join(home, ".config")}, "read_deny")
 }

@@ -139,3 +139,34 @@ func (g *gateway) sessionRef(s *session.Session, st session.Status) *GateRef {
 	// degraded or not (Status.Enforced); an unconfined profile's does not.
 	return &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir, Profile: sb.Profile, Confined: g.cfg.Sandbox != "off" && sb.Enforced}
 }
+
+// fileRefusals are the files a call's output says were refused and the
+// session's profile does not grant (session.FileRefusals: read from the
+// program's own error, checked against the grants), as the call's
+// sandbox_refused lists them.
+func (g *gateway) fileRefusals(s *session.Session, output string) []Refusal {
+	found := s.FileRefusals(output)
+	if len(found) == 0 {
+		return nil
+	}
+	b := g.policy.Bundle()
+	var deny sandbox.DenyList
+	if l, err := readDenyList(b); err == nil {
+		deny, _ = sandbox.NewDenyList(l, g.getenv("HOME"), nil)
+	}
+	profile := s.Sandbox().Profile
+	var out []Refusal
+	for _, f := range found {
+		r := Refusal{Access: f.Access, Path: g.stages.redact(f.Path), Profile: profile, Rule: "sandbox.file"}
+		switch {
+		case f.Access == "write":
+			r.Reason = "the profile grants it read-only"
+		case deny.Denies(f.Path):
+			r.Reason = "the bundle's read_deny keeps it from sessions"
+		default:
+			r.Reason = "the profile does not grant it"
+		}
+		out = append(out, r)
+	}
+	return out
+}

@@ -841,6 +841,7 @@ func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Re
 		EchoOff: st.EchoOff, LostLines: r.LostLines, Rest: rest, Decision: d,
 	}
 	out.Refused, out.refusedN = g.egress.refused(ctx)
+	out.Refused = append(out.Refused, g.fileRefusals(s, text)...)
 	if d != nil {
 		summary := fmt.Sprintf("%s: %d characters of output", out.Completion, len(text))
 		if err := g.stages.outcome(ctx, gin, *d, summary, withRefusals(summarize(text, out.Completion, r.ExitCode), out.Refused)); err != nil {
