@@ -1,6 +1,7 @@
 package session
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -35,4 +36,25 @@ func TestFileRefusals(t *testing.T) {
 	if n := len(s.FileRefusals(many.String())); n != maxFileRefusals {
 		t.Fatalf("%d refusals, want %d", n, maxFileRefusals)
 	}
+}
+
+// FuzzFileRefusals: whatever a program prints, reading it neither panics
+// nor yields more than the bound, and every path is absolute, clean and
+// outside what the session may write.
+func FuzzFileRefusals(f *testing.F) {
+	f.Add("cat: /home/u/.ssh/id: Permission denied\n")
+	f.Add("x: '~/../../etc': Operation not permitted")
+	f.Add("EACCES /w/project/../../x\x00 /usr/./lib")
+	s := &Session{grants: &grants{read: []string{"/usr"}, write: []string{"/w/project"}, home: "/home/u"}}
+	f.Fuzz(func(t *testing.T, out string) {
+		got := s.FileRefusals(out)
+		if len(got) > maxFileRefusals {
+			t.Fatalf("%d refusals", len(got))
+		}
+		for _, r := range got {
+			if !strings.HasPrefix(r.Path, "/") || r.Path != filepath.Clean(r.Path) || covered(r.Path, s.grants.write) {
+				t.Fatalf("refusal %+v", r)
+			}
+		}
+	})
 }
