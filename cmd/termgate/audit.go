@@ -77,6 +77,10 @@ type ecsAuditor struct {
 	host     string
 	version  string // read from the build info once: parsing it costs more than the rest of a record
 
+	// taints finds a running session's Taint by its id (nil: none), so
+	// that its records mask what its views mask.
+	taints func(id string) *redact.Taint
+
 	dropMu       sync.Mutex
 	dropReported int64     // forwarded records dropped, as last reported
 	dropAt       time.Time // when last reported
@@ -189,6 +193,17 @@ func (a *ecsAuditor) Describe() string {
 	return s
 }
 
+// redactor returns how a record about in is redacted: with the rules, and
+// with the Taint of its session while the session runs.
+func (a *ecsAuditor) redactor(in GateInput) func(string) string {
+	if a.taints != nil && in.Session != nil {
+		if t := a.taints(in.Session.ID); t != nil {
+			return func(s string) string { return a.red.RedactWith(s, t) }
+		}
+	}
+	return a.red.Redact
+}
+
 func (a *ecsAuditor) close() error {
 	a.reportDrops(true)
 	return a.log.Close()
@@ -197,7 +212,7 @@ func (a *ecsAuditor) close() error {
 var severityNumber = map[string]int{"low": 1, "medium": 2, "high": 3, "critical": 4}
 
 func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bool) {
-	red := a.red.Redact
+	red := a.redactor(ev.Input)
 	r := audit.Record{}
 	r.Set("event.kind", "event").Set("event.provider", "termgate").Set("event.dataset", "termgate.audit").
 		Set("event.module", "termgate").Set("observer.product", "termgate").Set("observer.vendor", "termgate").
@@ -516,6 +531,10 @@ type recordingTap struct {
 }
 
 func newRecordingTap(dir, id string, spec session.Spec, red *redact.Engine) (*recordingTap, error) {
+	taint := spec.Taint
+	if taint == nil {
+		taint = redact.NewTaint(redact.TaintLimits{})
+	}
 	env := map[string]string{"TERM": "xterm-256color"}
 	if sh := os.Getenv("SHELL"); sh != "" {
 		env["SHELL"] = sh
@@ -531,11 +550,17 @@ func newRecordingTap(dir, id string, spec session.Spec, red *redact.Engine) (*re
 		return nil, err
 	}
 	t := &recordingTap{rec: rec}
-	t.input = red.NewStream(redact.DefaultIdle, rec.Input)
+	// Input shares the session's Taint: a found or held secret typed back
+	// is masked in it too.
+	t.input = red.NewStreamWith(rec.Input, redact.StreamOptions{Taint: taint})
 	return t, nil
 }
 
 func (t *recordingTap) Output(b []byte) { t.rec.Output(b) }
+
+// Repair masks output already recorded that the session's stream found to
+// be the head of a secret (session.Repairer).
+func (t *recordingTap) Repair(start, end int64) { t.rec.Repair(start, end) }
 
 func (t *recordingTap) Input(b []byte, echoOff bool) {
 	if echoOff {
@@ -591,7 +616,7 @@ func (a *ecsAuditor) policyInput(in GateInput, d Decision) (any, bool) {
 		return nil, false
 	}
 	doc := d.Policy.Input
-	red := a.red.Redact
+	red := a.redactor(in)
 	masked := in
 	masked.Text = red(in.Text)
 	redactRef := func(g *GateRef) *GateRef {

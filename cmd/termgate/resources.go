@@ -74,7 +74,7 @@ func (g *gateway) readSessionResource(ctx context.Context, req *mcp.ReadResource
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
-		URI: uri, MIMEType: "text/plain", Text: g.stages.redact(text),
+		URI: uri, MIMEType: "text/plain", Text: g.redactIn(s, text),
 	}}}, nil
 }
 
