@@ -216,6 +216,12 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 	if s.lastOutput.After(last) {
 		last = s.lastOutput
 	}
+	if s.lastRead.After(last) {
+		// The program is printing, though the redactor holds what it
+		// prints (a token one character at a time): not quiet. Typed
+		// into, its echo would break the token and let the head go.
+		last = s.lastRead
+	}
 	quietFor := now.Sub(last)
 
 	// 1. Shell integration: one prompt per line typed (after the prompt a
