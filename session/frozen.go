@@ -51,7 +51,7 @@ func (s *Session) freeze() {
 	if e := s.spec.Redactor; e != nil {
 		// The session's Taint goes with it: what it knows is masked in
 		// what the closed session keeps, one last time.
-		f.screen, f.history, f.unread = e.RedactWith(f.screen, s.taint), e.RedactWith(f.history, s.taint), e.RedactWith(f.unread, s.taint)
+		f.screen, f.history, f.unread = redactHolding(e, s.taint, f.screen), redactHolding(e, s.taint, f.history), redactHolding(e, s.taint, f.unread)
 	}
 	f.screen, f.unread = strings.Clone(f.screen), strings.Clone(f.unread)
 	s.frozen = f

@@ -179,12 +179,39 @@ func (s *Session) Taint() *redact.Taint {
 // Redact masks the secrets of text as the session's views are masked:
 // with the redactor's rules and the session's Taint. Without a redactor,
 // text is returned as it is.
+//
+// A secret a view finds that the output stream did not mask — halves a
+// program put side by side with cursor moves, which the stream saw apart —
+// is held by the session's Taint from then on, as a typed secret is: every
+// piece of 8 bytes or more of it is masked in later output, and in what
+// is redacted with the Taint again (the recording, event by event).
 func (s *Session) Redact(text string) string {
 	e := s.spec.Redactor
 	if e == nil || text == "" {
 		return text
 	}
-	return e.RedactWith(text, s.Taint())
+	return redactHolding(e, s.Taint(), text)
+}
+
+// redactHolding is RedactWith(text, t) that also holds, in t, what it finds
+// there of 8 bytes or more (see Session.Redact).
+func redactHolding(e *redact.Engine, t *redact.Taint, text string) string {
+	spans := e.Find(text, t)
+	if len(spans) == 0 {
+		return text
+	}
+	var b strings.Builder
+	prev := 0
+	for _, sp := range spans {
+		b.WriteString(text[prev:sp.Start])
+		b.WriteString(sp.Placeholder)
+		prev = sp.End
+		if t != nil && sp.Rule != "known-secret" && sp.End-sp.Start >= 8 {
+			_ = t.Hold(text[sp.Start:sp.End]) // bounded: past the bound, masked whole only
+		}
+	}
+	b.WriteString(text[prev:])
+	return b.String()
 }
 
 // HoldSecret registers a secret the session is about to be typed: every
