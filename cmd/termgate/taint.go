@@ -19,10 +19,8 @@ func (g *gateway) redactIn(s *session.Session, text string) string {
 	if g.stages.Redactor == nil || text == "" {
 		return text
 	}
-	if s != nil && g.redactor != nil {
-		if t := s.Taint(); t != nil {
-			return g.redactor.RedactWith(text, t)
-		}
+	if s != nil && s.Taint() != nil {
+		return s.Redact(text)
 	}
 	return g.stages.redact(text)
 }

@@ -511,6 +511,9 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		<-s.Done()
 		g.egress.end(l.egress)
 		if tap != nil {
+			// What only the screen put together is learnt before the
+			// recording is redacted with the session's Taint.
+			s.Redact(s.Scrollback(g.cfg.Scrollback + maxRows))
 			if err := tap.close(); err != nil {
 				g.log.Error("closing a recording", "session", s.ID(), "err", err)
 			}
