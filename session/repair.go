@@ -193,6 +193,10 @@ func (s *Session) Redact(text string) string {
 	return redactHolding(e, s.Taint(), text)
 }
 
+// viewHeldMax bounds the values a session's views hold: the rest of its
+// Taint's held set stays for the secrets typed into it.
+const viewHeldMax = 32
+
 // redactHolding is RedactWith(text, t) that also holds, in t, what it finds
 // there of 8 bytes or more (see Session.Redact).
 func redactHolding(e *redact.Engine, t *redact.Taint, text string) string {
@@ -207,7 +211,9 @@ func redactHolding(e *redact.Engine, t *redact.Taint, text string) string {
 		b.WriteString(sp.Placeholder)
 		prev = sp.End
 		if t != nil && sp.Rule != "known-secret" && sp.End-sp.Start >= 8 {
-			_ = t.Hold(text[sp.Start:sp.End]) // bounded: past the bound, masked whole only
+			if _, held := t.Len(); held < viewHeldMax {
+				_ = t.Hold(text[sp.Start:sp.End]) // past the bound, a value is masked whole only
+			}
 		}
 	}
 	b.WriteString(text[prev:])

@@ -167,3 +167,31 @@ func TestWaitForSeesTheRedactedText(t *testing.T) {
 		t.Fatalf("scrollback: %q", out)
 	}
 }
+
+// TestViewsHoldWithinTheirShare: what views find is held, but never more
+// than viewHeldMax values: the rest of the session's held set stays for
+// the secrets typed into it.
+func TestViewsHoldWithinTheirShare(t *testing.T) {
+	e, err := redact.New(redact.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taint := redact.NewTaint(redact.TaintLimits{})
+	tok := "ghp_" + randomWord(36)
+	if got := redactHolding(e, taint, "x "+tok+" y"); strings.Contains(got, tok[4:]) {
+		t.Fatalf("view: %q", got)
+	}
+	// Held: a piece of it is masked now, in any text redacted with taint.
+	if got := e.RedactWith("piece "+tok[10:24]+" end", taint); strings.Contains(got, tok[10:24]) {
+		t.Fatalf("a piece of what a view found: %q", got)
+	}
+	for range 2 * viewHeldMax {
+		redactHolding(e, taint, "ghp_"+randomWord(36))
+	}
+	if _, held := taint.Len(); held != viewHeldMax {
+		t.Fatalf("views hold %d values, want %d", held, viewHeldMax)
+	}
+	if err := taint.Hold(randomWord(16)); err != nil {
+		t.Fatalf("a typed secret after the views' share: %v", err)
+	}
+}
