@@ -36,16 +36,16 @@ type Repairer interface {
 // repairMask replaces a repaired character.
 const repairMask = '*'
 
-// printRingSize bounds the prints a screen remembers for repairs. A repair
-// reaches back no further than the stream's context (1 KiB of text).
+// printRingSize bounds the prints a screen remembers for repairs (a power
+// of two). A repair reaches back no further than the stream's context
+// (1 KiB of text).
 const printRingSize = 2048
 
 // printAt is where one printed character went.
 type printAt struct {
 	off  int64 // its offset in the emitted stream (of its last byte)
 	line int64 // the absolute line (a row of the alternate screen: line - PushedLines)
-	col  int32
-	alt  bool
+	col  int32 // its column; negative (^col) on the alternate screen
 	v    rune
 }
 
@@ -53,12 +53,6 @@ type printRing struct {
 	at   [printRingSize]printAt
 	next int
 	n    int
-}
-
-func (r *printRing) add(p printAt) {
-	r.at[r.next] = p
-	r.next = (r.next + 1) % printRingSize
-	r.n = min(r.n+1, printRingSize)
 }
 
 // trackPrints makes the screen remember where its last prints went.
@@ -70,8 +64,18 @@ func (s *Screen) trackPrints() {
 
 // track records the cell just written at (y, x).
 func (s *Screen) track(v rune) {
-	if s.prints != nil {
-		s.prints.add(printAt{off: s.cur, line: s.absRow(s.y), col: int32(s.x), alt: s.useAlt, v: v})
+	r := s.prints
+	if r == nil {
+		return
+	}
+	col := int32(s.x)
+	if s.useAlt {
+		col = ^col
+	}
+	r.at[r.next] = printAt{off: s.cur, line: s.sbDropped + int64(s.sbLen+s.y), col: col, v: v}
+	r.next = (r.next + 1) & (printRingSize - 1)
+	if r.n < printRingSize {
+		r.n++
 	}
 }
 
@@ -92,16 +96,20 @@ func (s *Screen) repair(start, end int64) []logRepair {
 	var rows []logRepair
 	pushed := s.PushedLines()
 	for k := 0; k < r.n; k++ {
-		p := r.at[(r.next-1-k+2*printRingSize)%printRingSize]
+		p := r.at[(r.next-1-k)&(printRingSize-1)]
 		if p.off < start {
 			break // older than the span: the ring is in stream order
 		}
 		if p.off >= end {
 			continue
 		}
-		if p.line >= pushed || p.alt {
+		alt := p.col < 0
+		if alt {
+			p.col = ^p.col
+		}
+		if p.line >= pushed || alt {
 			g := s.main
-			if p.alt {
+			if alt {
 				g = s.alt
 			}
 			y := int(p.line - pushed)

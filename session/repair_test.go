@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -193,5 +194,23 @@ func TestViewsHoldWithinTheirShare(t *testing.T) {
 	}
 	if err := taint.Hold(randomWord(16)); err != nil {
 		t.Fatalf("a typed secret after the views' share: %v", err)
+	}
+}
+
+// BenchmarkScreenWriteTracked is BenchmarkScreenWrite on a screen that
+// remembers where its prints went (a session with a redactor): run side by
+// side, the two say what repairs cost the emulator.
+func BenchmarkScreenWriteTracked(b *testing.B) {
+	var buf strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&buf, "\x1b[32m%6d\x1b[0m  -rw-r--r-- 1 user user  4096 Nov 22 10:00 file-%d.go\r\n", i, i)
+	}
+	data := []byte(buf.String())
+	s := NewScreen(24, 80, DefaultScrollback, nil)
+	s.trackPrints()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		s.Write(data)
 	}
 }
