@@ -100,8 +100,8 @@ func (s *Screen) repair(start, end int64) []logRepair {
 		if p.off < start {
 			break // older than the span: the ring is in stream order
 		}
-		if p.off >= end {
-			continue
+		if p.off >= end || p.v == ' ' {
+			continue // a blank tells nothing, and masked it would show
 		}
 		alt := p.col < 0
 		if alt {
