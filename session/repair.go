@@ -262,7 +262,7 @@ func (m *textMasker) mask(c byte) byte {
 		switch {
 		case c == 0x1b:
 			m.st = tmEsc
-		case c < 0x20 || c == 0x7f:
+		case c <= 0x20 || c == 0x7f: // controls, and a blank: it tells nothing
 		default:
 			return repairMask
 		}
