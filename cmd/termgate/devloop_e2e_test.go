@@ -90,7 +90,9 @@ func devHome(t *testing.T) (home, project string) {
 	return home, project
 }
 
-func writeFiles(t *testing.T, dir string, files map[string]string) {
+// writeTree writes files below dir, making their directories; a hook or
+// a .sh is executable.
+func writeTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for name, body := range files {
 		p := filepath.Join(dir, name)
@@ -201,7 +203,7 @@ func TestDevLoopInDefault(t *testing.T) {
 
 	t.Run("make", func(t *testing.T) {
 		need(t, "gcc", "make")
-		writeFiles(t, filepath.Join(project, "c"), map[string]string{
+		writeTree(t, filepath.Join(project, "c"), map[string]string{
 			"hello.c":  "#include <stdio.h>\nint main(void) { puts(\"hello from c\"); return 0; }\n",
 			"Makefile": "hello: hello.c\n\tcc -o $@ $<\n",
 		})
@@ -212,7 +214,7 @@ func TestDevLoopInDefault(t *testing.T) {
 	t.Run("git commit with a pre-commit hook", func(t *testing.T) {
 		need(t, "git")
 		s.mustRun(id, "git init -q repo && git -C repo config user.email dev@example.com && git -C repo config user.name Dev", time.Minute)
-		writeFiles(t, filepath.Join(project, "repo"), map[string]string{
+		writeTree(t, filepath.Join(project, "repo"), map[string]string{
 			".git/hooks/pre-commit": "#!/bin/sh\necho hook-ran > hook.out\n",
 			"README":                "hi\n",
 		})
@@ -223,7 +225,7 @@ func TestDevLoopInDefault(t *testing.T) {
 	})
 	t.Run("npm test", func(t *testing.T) {
 		need(t, "npm", "node")
-		writeFiles(t, filepath.Join(project, "js"), map[string]string{
+		writeTree(t, filepath.Join(project, "js"), map[string]string{
 			"package.json": `{"name": "js", "version": "1.0.0", "scripts": {"test": "node test.js"}}`,
 			"test.js":      "const assert = require('assert'); assert.strictEqual(1 + 1, 2); console.log('tests ok');\n",
 		})
@@ -235,7 +237,7 @@ func TestDevLoopInDefault(t *testing.T) {
 		need(t, "python3")
 		py := filepath.Join(project, "py")
 		writeWheel(t, filepath.Join(py, "tgcalc-0.1-py3-none-any.whl"))
-		writeFiles(t, py, map[string]string{
+		writeTree(t, py, map[string]string{
 			"test_calc.py": "import unittest, tgcalc\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(tgcalc.add(2, 3), 5)\n\nif __name__ == '__main__':\n    unittest.main()\n",
 		})
 		s.mustRun(id, "cd py && python3 -m venv .venv && .venv/bin/pip install -q --no-index ./tgcalc-0.1-py3-none-any.whl; cd ..", 5*time.Minute)
@@ -246,7 +248,7 @@ func TestDevLoopInDefault(t *testing.T) {
 	})
 	t.Run("go build and test twice, from the cache", func(t *testing.T) {
 		need(t, "go")
-		writeFiles(t, filepath.Join(project, "gomod"), map[string]string{
+		writeTree(t, filepath.Join(project, "gomod"), map[string]string{
 			"go.mod":       "module example.com/hello\n\ngo 1.21\n",
 			"main.go":      "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(greeting()) }\n\nfunc greeting() string { return \"hello from go\" }\n",
 			"main_test.go": "package main\n\nimport \"testing\"\n\nfunc TestGreeting(t *testing.T) {\n\tif greeting() != \"hello from go\" {\n\t\tt.Fatal(greeting())\n\t}\n}\n",
@@ -353,7 +355,7 @@ func TestQuietStart(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(home, ".fakeenv", "shims"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, home, map[string]string{".bashrc": `# as pyenv init and friends do
+	writeTree(t, home, map[string]string{".bashrc": `# as pyenv init and friends do
 echo rc-says-hello
 if ! touch "$HOME/.fakeenv/shims/.rehash" 2>/dev/null; then
   echo "pyenv: cannot rehash: $HOME/.fakeenv/shims isn't writable" >&2
@@ -498,7 +500,7 @@ const fakeSSH = `python3 "$(dirname "$0")/remote.py" "$1"
 func TestSecretRefToARemotePrompt(t *testing.T) {
 	need(t, "python3")
 	home, project := devHome(t)
-	writeFiles(t, project, map[string]string{"remote.sh": fakeSSH, "remote.py": fakeRemote})
+	writeTree(t, project, map[string]string{"remote.sh": fakeSSH, "remote.py": fakeRemote})
 	secret := "pw-" + marker()
 	sum := sha256.Sum256([]byte(secret))
 	t.Setenv("TERMGATE_TEST_REMOTE_PW", secret)
@@ -589,7 +591,7 @@ func TestSecretRefOverRealSSH(t *testing.T) {
 	// The remote side's script, on this machine's disk (the remote is
 	// this machine): a remote sudo's prompt, read with the remote
 	// terminal's echo off; then a remote shell prompt.
-	writeFiles(t, project, map[string]string{"remote-prompt.sh": fmt.Sprintf(`read -rs -p '[sudo] password for agent: ' pw; echo
+	writeTree(t, project, map[string]string{"remote-prompt.sh": fmt.Sprintf(`read -rs -p '[sudo] password for agent: ' pw; echo
 if [ "$(printf %%s "$pw" | sha256sum | cut -c1-64)" = %x ]; then echo remote: MATCH; else echo remote: NOMATCH; fi
 read -r -p 'remote$ ' l; echo "remote ran [$l]"
 `, sum)})

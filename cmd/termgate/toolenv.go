@@ -117,12 +117,12 @@ func (g *gateway) startupOutput(s *session.Session, maxOut int) string {
 	shown, warnings := s.Startup()
 	if len(warnings) > 0 {
 		g.log.Info("session start: the user's startup files were refused by the sandbox; see session_info startup_warnings",
-			"session", s.ID(), "warnings", g.redactAll(warnings))
+			"session", s.ID(), "warnings", g.redactIn(s, strings.Join(warnings, "\n")))
 	}
 	if len(shown) == 0 || maxOut < 200 {
 		return ""
 	}
-	text := g.stages.redact(strings.Join(shown, "\n")) + "\n"
+	text := g.redactIn(s, strings.Join(shown, "\n")) + "\n"
 	if r := []rune(text); len(r) > maxOut/4 {
 		text = string(r[:maxOut/4]) + "…\n"
 	}
@@ -157,7 +157,7 @@ func (g *gateway) fileRefusals(s *session.Session, output string) []Refusal {
 	profile := s.Sandbox().Profile
 	var out []Refusal
 	for _, f := range found {
-		r := Refusal{Access: f.Access, Path: g.stages.redact(f.Path), Profile: profile, Rule: "sandbox.file"}
+		r := Refusal{Access: f.Access, Path: g.redactIn(s, f.Path), Profile: profile, Rule: "sandbox.file"}
 		switch {
 		case f.Access == "write":
 			r.Reason = "the profile grants it read-only"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/termgate/termgate/redact"
 	"github.com/termgate/termgate/sandbox"
 	"github.com/termgate/termgate/session"
 )
@@ -472,6 +473,9 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	g.egress.apply("", l.egress, answers)
 	env := mergeEnv(l.env, append([]string{"TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec}
+	if g.redactor != nil {
+		spec.Taint = redact.NewTaint(redact.TaintLimits{}) // the session's, shared with its recording
+	}
 	spec.OutputLogMax = g.outputLogMax()
 	var tap *recordingTap
 	var tapErr error
@@ -510,6 +514,9 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		<-s.Done()
 		g.egress.end(l.egress)
 		if tap != nil {
+			// What only the screen put together is learnt before the
+			// recording is redacted with the session's Taint.
+			s.Redact(s.Scrollback(g.cfg.Scrollback + maxRows))
 			if err := tap.close(); err != nil {
 				g.log.Error("closing a recording", "session", s.ID(), "err", err)
 			}
@@ -543,13 +550,13 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	st := s.Status()
 	shown := g.startupOutput(s, maxOut)
-	text, truncated, _ := g.capResult(s, r, g.stages.redact(r.Output), maxOut-utf8.RuneCountInString(shown))
+	text, truncated, _ := g.capResult(s, r, g.redactIn(s, r.Output), maxOut-utf8.RuneCountInString(shown))
 	text = shown + text
 	out = startOut{
 		SessionID: s.ID(), Name: in.Name, Pid: st.Pid, Argv: g.redactAll(argv), Mode: string(mode),
 		Program: st.Program, Integration: st.Integration,
 		Output: text, Complete: r.Complete, Completion: string(r.Completion),
-		Prompt: g.stages.redact(r.Prompt), Truncated: truncated,
+		Prompt: g.redactIn(s, r.Prompt), Truncated: truncated,
 		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d, Cwd: g.stages.redact(dir.Path),
 	}
 	refusedN := 0
@@ -659,7 +666,7 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, out, err
 	}
 	if prompt, ok := g.remotePrompt(s, st); ok {
-		return nil, out, fmt.Errorf("the remote side is asking for a password (%q) and your text would be typed into it as one; send secret_ref or secret there, or session_keys ctrl+c to leave the prompt; nothing was sent", g.stages.redact(prompt))
+		return nil, out, fmt.Errorf("the remote side is asking for a password (%q) and your text would be typed into it as one; send secret_ref or secret there, or session_keys ctrl+c to leave the prompt; nothing was sent", g.redactIn(s, prompt))
 	}
 	enter := in.Enter == nil || *in.Enter
 	judged := g.continuing(s.ID(), in.Text)
@@ -740,11 +747,6 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 	if strings.ContainsAny(value, "\r\n\x00") {
 		return nil, out, errors.New("a secret must be one line; nothing was sent")
 	}
-	if in.Secret != "" {
-		if err := g.redactor.AddSecret(value); err != nil {
-			return nil, out, fmt.Errorf("secret: %v; nothing was sent", err)
-		}
-	}
 	o, maxOut, st, err := g.inputOpts(s, in.TimeoutMs, in.QuietMs, in.WaitFor, in.MaxOutput)
 	if err != nil {
 		return nil, out, err
@@ -769,6 +771,15 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 	}
 	if err != nil {
 		return nil, out, err
+	}
+	// Held by the session only now, every check passed: a refused call
+	// grows no set. A one-off secret is held for the rest of the session;
+	// a secret_ref's value is the engine's own (AddSecret at start), and
+	// the session holds it as well, so its Taint knows what it typed.
+	if g.redactor != nil {
+		if err := s.HoldSecret(value); err != nil {
+			return nil, out, fmt.Errorf("secret: %v; nothing was sent", err)
+		}
 	}
 	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
 	defer done()
@@ -833,10 +844,10 @@ func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Re
 		return ask, ioOut{}, nil
 	}
 	st := s.Status()
-	text, truncated, rest := g.capResult(s, r, g.stages.redact(r.Output), maxOut)
+	text, truncated, rest := g.capResult(s, r, g.redactIn(s, r.Output), maxOut)
 	out := ioOut{
 		SessionID: s.ID(), Output: text, Complete: r.Complete, Completion: string(r.Completion),
-		ExitCode: r.ExitCode, Prompt: g.stages.redact(r.Prompt), Alive: st.Alive, Program: st.Program,
+		ExitCode: r.ExitCode, Prompt: g.redactIn(s, r.Prompt), Alive: st.Alive, Program: st.Program,
 		Busy: st.Busy, Truncated: truncated, Screen: r.Screen, Continued: r.Continued,
 		EchoOff: st.EchoOff, LostLines: r.LostLines, Rest: rest, Decision: d,
 	}
@@ -1018,7 +1029,7 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 			}
 			r.Output, r.OutputRows = s.ScrollbackRows(n)
 		}
-		text, truncated, rest := g.capResult(s, r, g.stages.redact(r.Output), maxOut)
+		text, truncated, rest := g.capResult(s, r, g.redactIn(s, r.Output), maxOut)
 		out.ioOut = ioOut{
 			SessionID: s.ID(), Output: text, Complete: true, Alive: st.Alive, Program: st.Program,
 			Busy: st.Busy, Truncated: truncated, Screen: in.Mode == "screen", ExitCode: st.ExitCode, EchoOff: st.EchoOff,
@@ -1108,14 +1119,16 @@ func (g *gateway) info(s *session.Session, full bool) sessionInfo {
 		SessionID: st.ID, Name: st.Name, Argv: g.redactAll(st.Argv), Cwd: g.stages.redact(st.Dir), Mode: string(st.Mode), Pid: st.Pid,
 		Program: st.Program, Busy: st.Busy, Alive: st.Alive, Closed: s.Closed(), ExitCode: st.ExitCode, Signal: st.Signal,
 		Rows: st.Rows, Cols: st.Cols, AltScreen: st.AltScreen, AppCursor: st.AppCursor, EchoOff: st.EchoOff,
-		Integration: st.Integration, Title: g.stages.redact(st.Title), StartedAt: st.Started.UTC().Format(time.RFC3339),
+		Integration: st.Integration, Title: g.redactIn(s, st.Title), StartedAt: st.Started.UTC().Format(time.RFC3339),
 		IdleSeconds: s.Idle().Seconds(), BytesIn: st.BytesIn, BytesOut: st.BytesOut, Sandbox: g.sandboxText(s),
 	}
 	if full {
 		i.Stages = g.stages.describe()
 	}
 	if _, warnings := s.Startup(); len(warnings) > 0 {
-		i.StartupWarnings = g.redactAll(warnings)
+		for _, w := range warnings {
+			i.StartupWarnings = append(i.StartupWarnings, g.redactIn(s, w))
+		}
 	}
 	return i
 }
