@@ -31,8 +31,10 @@
 //	              "object": "TABLE", "where": true, "classes": ["drop"]}],
 //	              "classes": ["drop"], "incomplete": true},
 //	  "secret":  true,                         // typed with echo off: text is withheld
-//	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
-//	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},
+//	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default",
+//	              "confined": true},                // no capabilities, no_new_privs: sudo cannot work
+//	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …],
+//	              "confined": true},                // the sandbox is on (unless the profile is unconfined)
 //	  "connect": {"host": "packages.example.com", "port": 443, "program": "python3.11", "via": "connect",
 //	              "address": "…", "address_class": "public | loopback | private | link_local | …",
 //	              "resolved": true},

@@ -98,7 +98,7 @@ func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
 		return nil, err
 	}
 	b, err := json.Marshal(spec)
-	if err == nil && len(b) > 60<<10 {
+	if err == nil && len(b) > maxSpec {
 		err = errors.New("sandbox: the spec is too large")
 	}
 	if err != nil {
@@ -107,6 +107,12 @@ func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
+		closeChannel(channel, theirs)
+		return nil, err
+	}
+	if err := fitPipe(specW, len(b)); err != nil {
+		specR.Close()
+		specW.Close()
 		closeChannel(channel, theirs)
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -163,10 +164,12 @@ type Session struct {
 	spec Spec
 
 	cmd     *exec.Cmd
-	pty     *os.File // PTY master, or nil in pipe mode
-	stdin   *os.File // pipe mode
-	out     *os.File // what the reader reads
-	privDir string   // generated rc files, history; removed on close
+	pty     *os.File    // PTY master, or nil in pipe mode
+	stdin   *os.File    // pipe mode
+	out     *os.File    // what the reader reads
+	privDir string      // generated rc files, history; removed on close
+	startup *startupLog // what the user's rc files wrote to stderr (startlog.go); nil in pipe mode
+	grants  *grants     // what a confined session's sandbox grants (refused.go); set before it starts
 	outlog  *outputLog
 
 	integration bool
@@ -256,7 +259,8 @@ func start(id string, spec Spec) (*Session, error) {
 	}
 	if spec.Mode == ModePTY {
 		var ok bool
-		argv, env, ok, err = shellIntegration(argv, env, dir)
+		s.startup = newStartupLog(dir, spec.Sandbox, lookupEnv(env, "HOME"))
+		argv, env, ok, err = shellIntegration(argv, env, dir, s.startup.path)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
@@ -381,6 +385,9 @@ func (s *Session) prepareSandbox(cmd *exec.Cmd, sb sandbox.Spec, argv, env []str
 		return nil, fmt.Errorf("session not started: %w", err)
 	}
 	s.sandbox, s.cgroup = st, cg
+	if !sb.Unconfined && st.Enforced && !slices.ContainsFunc(st.NotEnforced, func(x string) bool { return strings.HasPrefix(x, "landlock") }) {
+		s.grants = &grants{read: sb.Read, write: append(append([]string{}, sb.Write...), sb.Devices...), home: lookupEnv(env, "HOME")}
+	}
 	return sandbox.Prepare(cmd, sb)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -386,6 +387,7 @@ type startOut struct {
 	Sandbox     string            `json:"sandbox" jsonschema:"the session's confinement"`
 	Stages      map[string]string `json:"stages" jsonschema:"which gateway stages are in force"`
 	Decision    *Decision         `json:"decision,omitempty" jsonschema:"the gate's decision on the start"`
+	Cwd         string            `json:"cwd,omitempty" jsonschema:"where the session started"`
 	Refused     []Refusal         `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while the program started (a connection the egress proxy refused)"`
 }
 
@@ -447,6 +449,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	gin := startInput(in.Name, argv, dir, agent)
 	gin.Client = clientOf(req)
+	gin.Start.Confined = g.cfg.Sandbox != "off"
 	answers, declined, err := g.egress.answer(ctx, req, gin)
 	if err == nil {
 		err = declined
@@ -546,13 +549,15 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		return ask, startOut{}, nil
 	}
 	st := s.Status()
-	text, truncated, _ := g.capResult(s, r, g.redactIn(s, r.Output), maxOut)
+	shown := g.startupOutput(s, maxOut)
+	text, truncated, _ := g.capResult(s, r, g.redactIn(s, r.Output), maxOut-utf8.RuneCountInString(shown))
+	text = shown + text
 	out = startOut{
 		SessionID: s.ID(), Name: in.Name, Pid: st.Pid, Argv: g.redactAll(argv), Mode: string(mode),
 		Program: st.Program, Integration: st.Integration,
 		Output: text, Complete: r.Complete, Completion: string(r.Completion),
 		Prompt: g.redactIn(s, r.Prompt), Truncated: truncated,
-		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d,
+		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d, Cwd: g.stages.redact(dir.Path),
 	}
 	refusedN := 0
 	out.Refused, refusedN = g.egress.refused(ctx)
@@ -561,6 +566,9 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	g.log.Info("session started", "session", s.ID(), "program", st.Program, "pid", st.Pid, "mode", mode)
 	summary := fmt.Sprintf("%s%s[session %s started: %s, pid %d, %s", withNL(text), refusedText(out.Refused, refusedN), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
+	if dir.Scratch {
+		summary += fmt.Sprintf(", in the scratch directory %s (the server runs in the home directory, where no session may start; pass cwd to work in a project)", out.Cwd)
+	}
 	if out.Prompt != "" {
 		summary += fmt.Sprintf(", prompt %q", out.Prompt)
 	}
@@ -657,11 +665,14 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	if prompt, ok := g.remotePrompt(s, st); ok {
+		return nil, out, fmt.Errorf("the remote side is asking for a password (%q) and your text would be typed into it as one; send secret_ref or secret there, or session_keys ctrl+c to leave the prompt; nothing was sent", g.redactIn(s, prompt))
+	}
 	enter := in.Enter == nil || *in.Enter
 	judged := g.continuing(s.ID(), in.Text)
 	gin := GateInput{
 		Action: "input", Text: judged, Program: st.Program, Secret: st.EchoOff,
-		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
+		Session: g.sessionRef(s, st),
 		Client:  clientOf(req), Cwd: foregroundCwd(st.Pid),
 	}
 	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
@@ -740,12 +751,15 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 	if err != nil {
 		return nil, out, err
 	}
-	if !st.EchoOff {
+	if _, remote := g.remotePrompt(s, st); !st.EchoOff && !remote {
+		if slices.Contains(remoteTerminals(g.policy.Bundle()), st.Program) && s.RawTerminal() {
+			return nil, out, fmt.Errorf("the terminal is raw (%s relays another terminal) and its screen shows no password prompt at the cursor, so the secret could be shown or run; nothing was sent. Send it when the program asks for a password", st.Program)
+		}
 		return nil, out, errors.New("the terminal is not at a prompt that hides input (its echo is on), so the secret would be shown or run; nothing was sent. Send it when the program asks for a password")
 	}
 	gin := GateInput{
 		Action: "input", Program: st.Program, Secret: true,
-		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
+		Session: g.sessionRef(s, st),
 		Client:  clientOf(req),
 	}
 	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
@@ -838,6 +852,7 @@ func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Re
 		EchoOff: st.EchoOff, LostLines: r.LostLines, Rest: rest, Decision: d,
 	}
 	out.Refused, out.refusedN = g.egress.refused(ctx)
+	out.Refused = append(out.Refused, g.fileRefusals(s, text)...)
 	if d != nil {
 		summary := fmt.Sprintf("%s: %d characters of output", out.Completion, len(text))
 		if err := g.stages.outcome(ctx, gin, *d, summary, withRefusals(summarize(text, out.Completion, r.ExitCode), out.Refused)); err != nil {
@@ -892,7 +907,7 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	gin := GateInput{
 		Action: "keys", Text: keysText(in.Keys), Program: st.Program, Secret: st.EchoOff,
-		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
+		Session: g.sessionRef(s, st),
 		Client:  clientOf(req),
 	}
 	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
@@ -1092,6 +1107,10 @@ type sessionInfo struct {
 	BytesOut    int64             `json:"bytes_out" jsonschema:"bytes the terminal printed"`
 	Sandbox     string            `json:"sandbox" jsonschema:"the session's confinement"`
 	Stages      map[string]string `json:"stages,omitempty" jsonschema:"which gateway stages are in force"`
+	// StartupWarnings are what the user's rc files failed on because of
+	// the sandbox while the session started (startlog.go), kept out of
+	// its first output.
+	StartupWarnings []string `json:"startup_warnings,omitempty" jsonschema:"what the user's startup files (~/.bashrc) failed on because of the sandbox (a write under the home directory), kept out of the session's output"`
 }
 
 func (g *gateway) info(s *session.Session, full bool) sessionInfo {
@@ -1105,6 +1124,11 @@ func (g *gateway) info(s *session.Session, full bool) sessionInfo {
 	}
 	if full {
 		i.Stages = g.stages.describe()
+	}
+	if _, warnings := s.Startup(); len(warnings) > 0 {
+		for _, w := range warnings {
+			i.StartupWarnings = append(i.StartupWarnings, g.redactIn(s, w))
+		}
 	}
 	return i
 }
@@ -1237,7 +1261,7 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	}
 	gin := GateInput{
 		Action: "exec", Text: in.Command, Program: "bash",
-		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: dir.Path, Env: agent.Names, EnvValues: agent.Pairs},
+		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: dir.Path, Env: agent.Names, EnvValues: agent.Pairs, Confined: g.cfg.Sandbox != "off"},
 		Client: clientOf(req),
 	}
 	answers, declined, err := g.egress.answer(ctx, req, gin)
