@@ -31,8 +31,10 @@
 //	              "object": "TABLE", "where": true, "classes": ["drop"]}],
 //	              "classes": ["drop"], "incomplete": true},
 //	  "secret":  true,                         // typed with echo off: text is withheld
-//	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
-//	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},
+//	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default",
+//	              "confined": true},                // no capabilities, no_new_privs: sudo cannot work
+//	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …],
+//	              "confined": true},                // the sandbox is on (unless the profile is unconfined)
 //	  "exec":    {"argv": ["rm", "-rf", "/home/u"], "path": "/usr/bin/rm", "cwd": "…",
 //	              "parents": ["bash", "python3.11"], "line": "…", "line_confirmed": true,
 //	              "line_commands": [{"name": "rm", "args": ["-rf", "~"]}], "identified_by": "path"},

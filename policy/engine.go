@@ -91,6 +91,9 @@ type Session struct {
 	Argv    []string `json:"argv"`
 	Cwd     string   `json:"cwd"`
 	Profile string   `json:"profile"`
+	// Confined: the session runs confined (no capabilities,
+	// no_new_privs), so no program in it can gain privileges.
+	Confined bool `json:"confined,omitempty"`
 }
 
 // Start describes a session (or exec) about to start.
@@ -98,6 +101,9 @@ type Start struct {
 	Argv []string `json:"argv"`
 	Cwd  string   `json:"cwd"`
 	Env  []string `json:"env"` // names only: values may be secrets
+	// Confined: the gateway confines what it starts (the sandbox is on),
+	// unless the profile the policy picks is unconfined.
+	Confined bool `json:"confined,omitempty"`
 }
 
 // Client is the MCP client.

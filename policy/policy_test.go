@@ -455,6 +455,10 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		Start:   &Start{Argv: []string{"env", "A=1", "sh"}, Cwd: "/w", Env: []string{"A"}},
 		Client:  Client{Name: "c", Version: "1"},
 	}, {
+		Action: "input", Text: "sudo ls", Program: "bash",
+		Session: &Session{ID: "s-2", Argv: []string{"bash"}, Cwd: "/w", Profile: "strict", Confined: true},
+		Start:   &Start{Argv: []string{"bash"}, Cwd: "/w", Env: []string{}, Confined: true},
+	}, {
 		Action: "connect", Session: &Session{ID: "s-2", Argv: []string{"bash"}, Profile: "default"},
 		Connect: &Connect{Host: "0xa9fea9fe", Port: 80, Program: "curl", Via: "connect", Address: "169.254.169.254", AddressClass: "link_local"},
 	}, {

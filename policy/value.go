@@ -16,7 +16,7 @@ var keys = func() map[string]*ast.Term {
 	m := map[string]*ast.Term{}
 	for _, k := range []string{
 		"action", "text", "program", "secret", "program_listed", "text_listed", "client", "shell", "session", "start",
-		"name", "version", "id", "argv", "cwd", "profile", "env",
+		"name", "version", "id", "argv", "cwd", "profile", "env", "confined",
 		"commands", "pipes", "pipe_to_interpreter", "decode_to_interpreter", "substitutions",
 		"process_substitution", "eval", "background", "recursive_functions", "normalized",
 		"parse_error", "incomplete", "embedded", "names", "listed", "words_listed", "dynamic",
@@ -91,10 +91,10 @@ func (in *Input) value() ast.Value {
 		kv = append(kv, "sql", in.SQL.term())
 	}
 	if s := in.Session; s != nil {
-		kv = append(kv, "session", obj("id", str(s.ID), "name", str(s.Name), "argv", strs(s.Argv), "cwd", str(s.Cwd), "profile", str(s.Profile)))
+		kv = append(kv, "session", obj("id", str(s.ID), "name", str(s.Name), "argv", strs(s.Argv), "cwd", str(s.Cwd), "profile", str(s.Profile), "confined", boolean(s.Confined)))
 	}
 	if s := in.Start; s != nil {
-		kv = append(kv, "start", obj("argv", strs(s.Argv), "cwd", str(s.Cwd), "env", strs(s.Env)))
+		kv = append(kv, "start", obj("argv", strs(s.Argv), "cwd", str(s.Cwd), "env", strs(s.Env), "confined", boolean(s.Confined)))
 	}
 	if in.Cwd != "" {
 		kv = append(kv, "cwd", str(in.Cwd))

@@ -49,6 +49,8 @@ func grantAccess(g Grant) uint64 {
 		a = accessRead | accessWrite | ll.AccessFSRefer
 	case "device":
 		a = accessRead | accessWrite | ll.AccessFSIoctlDev
+	case "list":
+		a = ll.AccessFSReadDir
 	}
 	if !g.Dir {
 		a &= accessFile

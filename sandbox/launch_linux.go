@@ -143,7 +143,7 @@ func prepare(cmd *exec.Cmd, spec Spec) (*launcher, error) {
 		extra = append(extra, theirs)
 	}
 	b, err := json.Marshal(spec)
-	if err == nil && len(b) > 60<<10 {
+	if err == nil && len(b) > maxSpec {
 		err = errors.New("sandbox: the spec is too large")
 	}
 	if err != nil {
@@ -152,6 +152,12 @@ func prepare(cmd *exec.Cmd, spec Spec) (*launcher, error) {
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return fail(err)
+	}
+	if err := fitPipe(specW, len(b)); err != nil {
+		specR.Close()
+		specW.Close()
+		closeChannel(channel, theirs)
+		return nil, err
 	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {

@@ -43,6 +43,17 @@ type Profile struct {
 	// Env is the environment allowlist: the gateway's variables a session
 	// gets, by name or by a pattern with * (LC_*). Nil: DefaultEnv.
 	Env []string `json:"env"`
+	// List are directories whose names a session may list, and those of
+	// every directory below them (Landlock's read-dir right is
+	// inherited): names, never contents. ["/"] lets ls / and ls ~ work.
+	List []string `json:"list"`
+	// SetEnv are variables a confined session gets from the gateway
+	// (NAME=value; the value may hold {home}, {cwd}, {cache} — the
+	// gateway's per-user cache directory for sessions —, {tmp} — the
+	// launch's private directory — and the placeholders Vars.More names):
+	// where tools keep their caches and state. One whose value names a
+	// placeholder without a value is left out.
+	SetEnv []string `json:"set_env"`
 }
 
 // Limits bound a session's resources. Zero means the default.
@@ -89,6 +100,10 @@ type Spec struct {
 	Read    []string `json:"read"`
 	Write   []string `json:"write"`
 	Devices []string `json:"devices"`
+	List    []string `json:"list"`
+	// SetEnv are the profile's set_env with every placeholder but {tmp}
+	// put in; Attach sets them, {tmp} too, in Env.
+	SetEnv []string `json:"-"`
 	// Grants are Read, Write and Devices as Attach checked them, each with
 	// its identity: the launcher builds its Landlock rules from these
 	// alone, opening each without following links.
@@ -127,7 +142,7 @@ type Spec struct {
 // Grant is one path a session may reach, and how.
 type Grant struct {
 	Path   string `json:"path"`
-	Access string `json:"access"` // read, write or device
+	Access string `json:"access"` // read, write, device, or list (names only)
 	Dir    bool   `json:"dir"`
 	ID     FileID `json:"id"`
 }
@@ -147,6 +162,14 @@ type Vars struct {
 	// takes it).
 	CwdID FileID
 	Path  string // $PATH
+	// Cache is {cache}: the gateway's per-user directory for sessions'
+	// caches ("": entries that name it are left out).
+	Cache string
+	// ReadDeny is what a DIR/* read entry leaves out, and what no session
+	// may start in (see NewDenyList); nil: DefaultReadDeny.
+	ReadDeny []string
+	// More are further placeholders set_env may name ("{gomodcache}").
+	More map[string]string
 }
 
 // Resolve makes a launch spec of a profile. Every path is resolved to the
@@ -185,14 +208,52 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 		return s, err
 	}
 	s.guard = g
+	denyPatterns := v.ReadDeny
+	if denyPatterns == nil {
+		denyPatterns = DefaultReadDeny()
+	}
+	deny, err := NewDenyList(denyPatterns, v.Home, protected)
+	if err != nil {
+		return s, fmt.Errorf("profile %s: %w", p.Name, err)
+	}
 	var errs []error
-	vars := strings.NewReplacer("{cwd}", v.Cwd, "{home}", v.Home, "{tmp}", v.Tmp)
+	vars := strings.NewReplacer("{cwd}", v.Cwd, "{home}", v.Home, "{tmp}", v.Tmp, "{cache}", v.Cache)
 	expand := func(access string, list []string) []string {
 		var out []string
 		for _, e := range list {
+			if dir, ok := strings.CutSuffix(e, "/*"); ok && access == "read" {
+				// Every entry of dir, less what the deny list names.
+				x := vars.Replace(dir)
+				if x == "" || !filepath.IsAbs(x) || strings.Contains(x, "{") {
+					continue
+				}
+				real, err := RealPath(x)
+				if err != nil || real == "/" {
+					continue
+				}
+				cands, _ := deny.expandDir(real, MaxListed)
+				for _, c := range cands {
+					if _, err := g.grant(access, c); err == nil {
+						out = append(out, c) // a refused entry is left out, as a {path} one is
+					}
+				}
+				continue
+			}
 			fromPath := e == "{path}"
-			cands := pathRoots(v.Path, v.Home)
-			if !fromPath {
+			var cands []string
+			if fromPath {
+				// A PATH directory widened to its tool chain's root, or the
+				// directory itself when the root holds what the deny list
+				// names (~/.local/bin, not ~/.local).
+				for _, r := range pathRoots(v.Path, v.Home) {
+					for _, c := range []string{r.root, r.dir} {
+						if real, err := RealPath(c); err == nil && !deny.Denies(real) {
+							cands = append(cands, c)
+							break
+						}
+					}
+				}
+			} else {
 				x := vars.Replace(e)
 				if x == "" || !filepath.IsAbs(x) || strings.Contains(x, "{") {
 					continue // an empty placeholder, or one this build does not know
@@ -225,6 +286,10 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 					err = fmt.Errorf("it resolves to %s, outside %s", real, base)
 				case e == "{cwd}" && !v.CwdID.IsZero() && gr.ID != v.CwdID:
 					err = errors.New("it is not the directory the gateway checked (it was replaced)")
+				case strings.HasPrefix(e, "{cwd}") && deny.Denies(real):
+					// The agent chose the directory: it must not open what
+					// reads by deny-list keep closed (~/.aws, ~/.config).
+					err = ErrReadDenied
 				}
 				if err != nil {
 					if !fromPath {
@@ -243,9 +308,11 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 		return compact(out)
 	}
 	s.Read, s.Write, s.Devices = expand("read", p.Read), expand("write", p.Write), expand("device", p.Devices)
+	s.List = expand("list", p.List)
 	if len(errs) > 0 {
 		return s, fmt.Errorf("profile %s would let the session reach what no session may: %w; start the session in another directory", p.Name, errors.Join(errs...))
 	}
+	s.SetEnv = setEnvOf(p.SetEnv, v)
 	def := DefaultLimits()
 	if s.Limits.Processes == 0 {
 		s.Limits.Processes = def.Processes
@@ -269,7 +336,9 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 }
 
 // grant checks one resolved path for access and returns its identity and
-// whether it is a directory.
+// whether it is a directory. A list grant (names only) may be any
+// directory, "/" and those that hold the gateway's files included: what
+// it opens is the names in them, never a file.
 func (g *guard) grant(access, real string) (Grant, error) {
 	gr := Grant{Path: real, Access: access}
 	id, dir, err := Identify(real)
@@ -277,6 +346,12 @@ func (g *guard) grant(access, real string) (Grant, error) {
 		return gr, err
 	}
 	gr.ID, gr.Dir = id, dir
+	if access == "list" {
+		if !dir {
+			return gr, errors.New("only a directory's names can be listed")
+		}
+		return gr, nil
+	}
 	if err := g.check(real, id); err != nil {
 		return gr, err
 	}
@@ -311,27 +386,72 @@ func within(path, root string) bool {
 	return path == root || strings.HasPrefix(path, root+"/")
 }
 
+// pathRoot is a PATH directory and the tool-chain directory that holds it.
+type pathRoot struct{ root, dir string }
+
 // pathRoots lists PATH's directories, each widened to the tool-chain
 // directory that holds it under the home directory (~/.pyenv/shims →
 // ~/.pyenv), so that the user's own python or node still runs.
-func pathRoots(path, home string) []string {
-	var out []string
+func pathRoots(path, home string) []pathRoot {
+	var out []pathRoot
 	for _, d := range filepath.SplitList(path) {
 		if d == "" || !filepath.IsAbs(d) {
 			continue
 		}
 		d = filepath.Clean(d)
+		r := d
 		parts := strings.Split(d, "/")
 		for i, part := range parts {
 			if strings.HasPrefix(part, ".") && i > 0 {
-				d = strings.Join(parts[:i+1], "/")
+				r = strings.Join(parts[:i+1], "/")
 				break
 			}
 		}
-		if home != "" && (d == home || d == "/") {
+		if home != "" && (r == home || r == "/") {
 			continue // never the whole home or the whole tree
 		}
-		out = append(out, d)
+		out = append(out, pathRoot{root: r, dir: d})
+	}
+	return out
+}
+
+// setEnvOf puts the placeholders of set_env's values in ({tmp} stays,
+// for Attach). A variable whose value names a placeholder without a
+// value, or one this build does not know, is left out.
+func setEnvOf(list []string, v Vars) []string {
+	known := map[string]string{"{home}": v.Home, "{cwd}": v.Cwd, "{cache}": v.Cache}
+	for k, x := range v.More {
+		known["{"+strings.Trim(k, "{}")+"}"] = x
+	}
+	var out []string
+next:
+	for _, kv := range list {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || !PlainName(name) {
+			continue
+		}
+		var b strings.Builder
+		for value != "" {
+			i := strings.IndexByte(value, '{')
+			j := strings.IndexByte(value[max(i, 0):], '}')
+			if i < 0 || j < 0 {
+				b.WriteString(value)
+				break
+			}
+			ph := value[i : i+j+1]
+			b.WriteString(value[:i])
+			value = value[i+j+1:]
+			if ph == "{tmp}" {
+				b.WriteString(ph)
+				continue
+			}
+			x, ok := known[ph]
+			if !ok || x == "" {
+				continue next
+			}
+			b.WriteString(x)
+		}
+		out = append(out, name+"="+b.String())
 	}
 	return out
 }
@@ -353,6 +473,11 @@ func ParseProfiles(v any) (map[string]Profile, error) {
 			return nil, fmt.Errorf("profile %s: %w", name, err)
 		}
 		p.Name = name
+		for _, kv := range p.SetEnv {
+			if n, _, ok := strings.Cut(kv, "="); !ok || !PlainName(n) {
+				return nil, fmt.Errorf("profile %s: set_env %q is not NAME=value", name, kv)
+			}
+		}
 		if !p.Unconfined && p.Network == "" {
 			return nil, fmt.Errorf("profile %s: network is required (none, proxy, tcp or any)", name)
 		}
@@ -383,6 +508,19 @@ func (s *Spec) Attach(name, tmp string) (Status, *Cgroup, error) {
 		if !s.Unconfined {
 			s.Write = append(s.Write, tmp)
 		}
+	}
+	// Where tools keep their caches and state (the profile's set_env):
+	// {tmp} is the launch's private directory; without one, a variable
+	// that names it is left out.
+	for _, kv := range s.SetEnv {
+		name, value, _ := strings.Cut(kv, "=")
+		if strings.Contains(value, "{tmp}") {
+			if tmp == "" {
+				continue
+			}
+			value = strings.ReplaceAll(value, "{tmp}", tmp)
+		}
+		s.Env = setEnv(s.Env, name, value)
 	}
 	if err := s.prepareIsolation(name, &st); err != nil {
 		return st, nil, err
@@ -491,7 +629,7 @@ func (s *Spec) seal() error {
 	for _, l := range []struct {
 		access string
 		paths  *[]string
-	}{{"read", &s.Read}, {"write", &s.Write}, {"device", &s.Devices}} {
+	}{{"read", &s.Read}, {"write", &s.Write}, {"device", &s.Devices}, {"list", &s.List}} {
 		var kept []string
 		for _, p := range *l.paths {
 			// Every path is real by now (Resolve made it so, and the

@@ -161,6 +161,29 @@ type guard struct {
 	holders   map[FileID]string // "/" and each protected path and every directory above it → the protected path
 	inside    map[FileID]string // each protected path that exists → itself
 	mounts    []string          // mount points, from /proc/self/mountinfo
+	// above are the identities of the directories above grants, found
+	// once per guard (one Resolve): a home read by deny-list is hundreds
+	// of grants below the same few directories.
+	above map[string]dirID
+}
+
+// dirID is a directory's identity, or that it could not be found.
+type dirID struct {
+	id FileID
+	ok bool
+}
+
+// identifyAbove is Identify of a directory above a grant, once per guard.
+func (g *guard) identifyAbove(d string) (FileID, bool) {
+	if x, seen := g.above[d]; seen {
+		return x.id, x.ok
+	}
+	id, _, err := Identify(d)
+	if g.above == nil {
+		g.above = map[string]dirID{}
+	}
+	g.above[d] = dirID{id, err == nil}
+	return id, err == nil
 }
 
 // newGuard resolves the protected paths (the part of one that does not
@@ -244,7 +267,7 @@ func (g *guard) check(path string, id FileID) error {
 	// Inside a protected directory under another name (a bind mount of
 	// it): some directory above the grant is a protected one.
 	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
-		if pid, _, err := Identify(d); err == nil {
+		if pid, ok := g.identifyAbove(d); ok {
 			if prot, ok := g.inside[pid]; ok {
 				return fmt.Errorf("it is inside the gateway's own %s, under another name", prot)
 			}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -56,6 +57,10 @@ type Spec struct {
 	// the screen sees it, so the screen, scrollback and every result made
 	// from them are redacted at the source.
 	Redactor *redact.Engine
+	// Taint, with a Redactor, is the session's set of found and held
+	// secrets, shared by every view of it (see Session.Redact); nil: the
+	// session makes its own. The session lets go of it when it closes.
+	Taint *redact.Taint
 	// NewTap, when set, is called once with the session's id before the
 	// program runs; the tap then sees the session's output as the screen
 	// does (redacted), every input written (raw: the tap redacts it, and
@@ -172,10 +177,12 @@ type Session struct {
 	spec Spec
 
 	cmd     *exec.Cmd
-	pty     *os.File // PTY master, or nil in pipe mode
-	stdin   *os.File // pipe mode
-	out     *os.File // what the reader reads
-	privDir string   // generated rc files, history; removed on close
+	pty     *os.File    // PTY master, or nil in pipe mode
+	stdin   *os.File    // pipe mode
+	out     *os.File    // what the reader reads
+	privDir string      // generated rc files, history; removed on close
+	startup *startupLog // what the user's rc files wrote to stderr (startlog.go); nil in pipe mode
+	grants  *grants     // what a confined session's sandbox grants (refused.go); set before it starts
 	outlog  *outputLog
 
 	integration bool
@@ -203,6 +210,7 @@ type Session struct {
 	lastRead   time.Time // when the program last wrote (before any redaction hold)
 	unshown    bool      // the reader holds output the screen has not seen yet
 	stream     *redact.Stream
+	taint      *redact.Taint // with a redactor: the session's found and held secrets (repair.go)
 	tap        Tap
 	launched   *sandbox.Launch // how the program was started confined, or nil
 	sandbox    sandbox.Status
@@ -264,7 +272,8 @@ func start(id string, spec Spec) (*Session, error) {
 	}
 	if spec.Mode == ModePTY {
 		var ok bool
-		argv, env, ok, err = shellIntegration(argv, env, dir)
+		s.startup = newStartupLog(dir, spec.Sandbox, lookupEnv(env, "HOME"))
+		argv, env, ok, err = shellIntegration(argv, env, dir, s.startup.path)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
@@ -351,7 +360,12 @@ func start(id string, spec Spec) (*Session, error) {
 		s.tap = spec.NewTap(id)
 	}
 	if spec.Redactor != nil {
-		s.stream = spec.Redactor.NewStream(redact.DefaultIdle, s.show)
+		s.taint = spec.Taint
+		if s.taint == nil {
+			s.taint = redact.NewTaint(redact.TaintLimits{})
+		}
+		s.screen.trackPrints()
+		s.stream = spec.Redactor.NewStreamWith(s.show, redact.StreamOptions{Taint: s.taint, Repair: s.repair})
 	}
 	go s.readLoop()
 	go s.waitLoop()
@@ -396,7 +410,13 @@ func (s *Session) launch(cmd *exec.Cmd, argv, env []string, begin func() error) 
 	if err != nil {
 		return fmt.Errorf("session not started: %w", err)
 	}
-	s.sandbox, s.launched = l.Status(), l
+	st := l.Status()
+	s.sandbox, s.launched = st, l
+	if !sb.Unconfined && st.Enforced && !slices.ContainsFunc(st.NotEnforced, func(x string) bool { return strings.HasPrefix(x, "landlock") }) {
+		// What the session may reach (its tmp lies in its private
+		// directory, which Write holds).
+		s.grants = &grants{read: sb.Read, write: append(append([]string{}, sb.Write...), sb.Devices...), home: lookupEnv(env, "HOME")}
+	}
 	return nil
 }
 

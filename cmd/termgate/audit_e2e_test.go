@@ -206,7 +206,7 @@ func TestAuditLogOfARealSession(t *testing.T) {
 	wantOutput(t, s.send(id, "echo hello"), "hello")
 	s.send(id, "echo "+token)
 	s.fails("session_send", map[string]any{"session_id": id, "text": "rm -rf /"}, "fs.rm_protected")
-	s.fails("session_send", map[string]any{"session_id": id, "text": "sudo true"}, "privilege.escalation") // asks, declined
+	s.fails("session_send", map[string]any{"session_id": id, "text": "git reset --hard"}, "git.destructive") // asks, declined
 	s.ok("session_keys", map[string]any{"session_id": id, "keys": []string{"e", "c", "h", "o", "space", "k", "enter"}})
 	s.ok("exec", map[string]any{"command": "echo from-exec"})
 	s.fails("session_send", map[string]any{"session_id": "s-NOSUCHSESS", "text": "x"}, "no such session")

@@ -66,8 +66,9 @@ type GateConnect struct {
 
 // Refusal is one thing the sandbox refused during a call.
 type Refusal struct {
-	Access      string `json:"access" jsonschema:"what was refused: connect"`
-	Destination string `json:"destination" jsonschema:"host:port as the program asked for it"`
+	Access      string `json:"access" jsonschema:"what was refused: connect, file (any access: nothing grants it) or write (the file is granted read-only)"`
+	Destination string `json:"destination,omitempty" jsonschema:"host:port as the program asked for it"`
+	Path        string `json:"path,omitempty" jsonschema:"the file a program's permission error names, which the profile does not grant"`
 	Address     string `json:"address,omitempty" jsonschema:"the address it resolved to, when that was what was refused"`
 	Program     string `json:"program,omitempty" jsonschema:"the program that asked"`
 	Profile     string `json:"profile" jsonschema:"the session's sandbox profile"`
@@ -76,7 +77,7 @@ type Refusal struct {
 }
 
 func (r Refusal) String() string {
-	s := r.Access + " " + r.Destination
+	s := r.Access + " " + r.Destination + r.Path
 	if r.Address != "" {
 		s += " (" + r.Address + ")"
 	}

@@ -72,6 +72,11 @@ func snapshot(t *testing.T, roots ...string) string {
 			if strings.HasSuffix(p, ".jsonl") {
 				return nil
 			}
+			if d.IsDir() && strings.HasSuffix(p, "/.cache/termgate") {
+				// The gateway's cache directory for sessions' tools
+				// (GOCACHE…): the gateway makes it, sessions write it.
+				return fs.SkipDir
+			}
 			fi, err := d.Info()
 			if err != nil {
 				return err
@@ -131,6 +136,11 @@ func TestCwdEscapesAreRefused(t *testing.T) {
 		if err := os.Symlink(target, filepath.Join(project, name)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The user's cache directory, as most homes have one: the gateway
+	// keeps its sessions' tool caches below it (snapshot skips those).
+	if err := os.MkdirAll(filepath.Join(home, ".cache"), 0o700); err != nil {
+		t.Fatal(err)
 	}
 	before := snapshot(t, home, outside, pol)
 
@@ -264,6 +274,11 @@ func TestAgentEnvCannotRunCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(project, "x.sh"), []byte("touch "+marker+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The user's cache directory: the gateway keeps its sessions' tool
+	// caches below it (snapshot skips those).
+	if err := os.MkdirAll(filepath.Join(home, ".cache"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshot(t, home)

@@ -118,14 +118,14 @@ func (x *execGate) forSession() *session.ExecGate {
 
 // forExec is the session.ExecGate of one exec tool call: its line is the
 // command, its call the exec call itself.
-func (x *execGate) forExec(ctx context.Context, req *mcp.CallToolRequest, command, home string, confirmed bool) (*session.ExecGate, *gateCall) {
+func (x *execGate) forExec(ctx context.Context, req *mcp.CallToolRequest, command, home string, confirmed, confined bool) (*session.ExecGate, *gateCall) {
 	if x == nil {
 		return nil, nil
 	}
 	call := &gateCall{ctx: ctx, req: req, info: callOf(ctx)}
 	gate := x.forSession()
 	gate.Judge = func(id string) sandbox.ExecJudge {
-		st := gateState{ref: GateRef{ID: id}, home: home, client: clientOf(req), call: call, last: call.info,
+		st := gateState{ref: GateRef{ID: id, Confined: confined}, home: home, client: clientOf(req), call: call, last: call.info,
 			line: command, confirmed: confirmed, session: &gateSession{}}
 		return x.judge(func() gateState { return st })
 	}
@@ -137,11 +137,11 @@ func (x *execGate) opened(s *session.Session, home string, client Client, line s
 	if x == nil {
 		return
 	}
-	st := s.Status()
+	ref := x.g.sessionRef(s, s.Status()) // its profile, and whether it is confined
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	gs := x.sessionLocked(s.ID())
-	gs.ref = GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir}
+	gs.ref = *ref
 	gs.home, gs.client, gs.line, gs.confirmed = home, client, line, confirmed
 }
 
@@ -288,7 +288,7 @@ func (x *execGate) judge(state func() gateState) sandbox.ExecJudge {
 		st := state()
 		gin := GateInput{
 			Action: "exec", Program: r.Program, Client: st.client,
-			Session: &GateRef{ID: st.ref.ID, Name: st.ref.Name, Argv: st.ref.Argv, Cwd: st.ref.Cwd},
+			Session: &GateRef{ID: st.ref.ID, Name: st.ref.Name, Argv: st.ref.Argv, Cwd: st.ref.Cwd, Profile: st.ref.Profile, Confined: st.ref.Confined},
 			Exec: &GateExec{Argv: r.Argv, Path: r.Executable, Cwd: r.Cwd, Parents: r.Parents, Line: st.line,
 				LineConfirmed: st.confirmed, IdentifiedBy: r.IdentifiedBy, Home: st.home},
 		}

@@ -56,6 +56,11 @@ type GateRef struct {
 	Argv []string `json:"argv,omitempty"`
 	Cwd  string   `json:"cwd,omitempty"` // a start's or exec's: the real directory, checked (checkCwd)
 	Env  []string `json:"env,omitempty"` // names only, sorted
+	// Profile is a session's sandbox profile; Confined that it (or, for a
+	// start, what the gateway starts) runs confined: no capabilities,
+	// no_new_privs, so sudo and su cannot work in it.
+	Profile  string `json:"profile,omitempty"`
+	Confined bool   `json:"confined,omitempty"`
 	// EnvValues are the variables the agent set, NAME=value in the order
 	// of Env. They bind a confirmation (its hash) and are shown to the
 	// human who confirms; never to the policy or the audit log.

@@ -100,7 +100,11 @@ func toPolicyInput(in GateInput) policy.Input {
 		pin.Text = "" // secret input is never shown to the policy as text
 	}
 	if in.Session != nil {
-		pin.Session = &policy.Session{ID: in.Session.ID, Name: in.Session.Name, Argv: in.Session.Argv, Cwd: in.Session.Cwd, Profile: "default"}
+		profile := in.Session.Profile
+		if profile == "" {
+			profile = "default"
+		}
+		pin.Session = &policy.Session{ID: in.Session.ID, Name: in.Session.Name, Argv: in.Session.Argv, Cwd: in.Session.Cwd, Profile: profile, Confined: in.Session.Confined}
 	}
 	if c := in.Connect; c != nil {
 		// A destination is judged by the egress rules alone: no text, no
@@ -116,7 +120,7 @@ func toPolicyInput(in GateInput) policy.Input {
 		if env == nil {
 			env = []string{}
 		}
-		pin.Start = &policy.Start{Argv: in.Start.Argv, Cwd: in.Start.Cwd, Env: env}
+		pin.Start = &policy.Start{Argv: in.Start.Argv, Cwd: in.Start.Cwd, Env: env, Confined: in.Start.Confined}
 	}
 	if x := in.Exec; x != nil {
 		pin.Exec = &policy.Exec{Argv: x.Argv, Path: x.Path, Cwd: x.Cwd, Parents: x.Parents, Line: x.Line,

@@ -247,35 +247,36 @@ func TestEnterJudgesTheLineShown(t *testing.T) {
 }
 
 // TestConfirmModeAgent: with --confirm-mode=agent, a client that cannot ask
-// a human gets a one-time token; the agent redeems it with a written
+// a human gets a one-time token (for git reset --hard, which asks; sudo is
+// refused at once in a confined session); the agent redeems it with a written
 // justification, the same input then runs once, and the audit log keeps
 // who approved it and why. Without the mode the input is refused.
 func TestConfirmModeAgent(t *testing.T) {
 	plain := startServer(t)
 	pid := plain.start(nil)
-	plain.fails("session_send", map[string]any{"session_id": pid, "text": "sudo true"}, "cannot ask a human")
+	plain.fails("session_send", map[string]any{"session_id": pid, "text": "git reset --hard"}, "cannot ask a human")
 
 	state := t.TempDir()
 	logPath := filepath.Join(state, "audit.jsonl")
 	s := startServer(t, "--confirm-mode", "agent", "--audit-log", logPath, "--audit-key", filepath.Join(state, "k"))
 	id := s.start(map[string]any{"cwd": t.TempDir()})
-	msg := s.fails("session_send", map[string]any{"session_id": id, "text": "sudo true"}, "call the confirm tool")
+	msg := s.fails("session_send", map[string]any{"session_id": id, "text": "git reset --hard"}, "call the confirm tool")
 	m := regexp.MustCompile(`token "([^"]+)"`).FindStringSubmatch(msg)
 	if m == nil {
 		t.Fatalf("no token in %q", msg)
 	}
 	token := m[1]
 	s.fails("confirm", map[string]any{"token": token, "justification": "need it"}, "at least 20 characters")
-	why := "checking that sudo works for the deploy script"
+	why := "the build left generated files that must go before the release"
 	r := s.ok("confirm", map[string]any{"token": token, "justification": why})
-	if r["approved"] != true || str(r, "rule") != "privilege.escalation" {
+	if r["approved"] != true || str(r, "rule") != "git.destructive" {
 		t.Fatalf("confirm: %v", r)
 	}
 	s.fails("confirm", map[string]any{"token": token, "justification": why}, "already used")
 	s.fails("confirm", map[string]any{"token": "bogus", "justification": why}, "malformed")
 	// Another input is not approved by it.
-	s.fails("session_send", map[string]any{"session_id": id, "text": "sudo id"}, "call the confirm tool")
-	res := s.call("session_send", map[string]any{"session_id": id, "text": "sudo true"})
+	s.fails("session_send", map[string]any{"session_id": id, "text": "git reset --hard HEAD~1"}, "call the confirm tool")
+	res := s.call("session_send", map[string]any{"session_id": id, "text": "git reset --hard"})
 	if res.IsError {
 		t.Fatalf("the approved input was refused: %s", resultText(res))
 	}
@@ -284,7 +285,7 @@ func TestConfirmModeAgent(t *testing.T) {
 		t.Fatalf("decision: %v", d)
 	}
 	// Single use.
-	s.fails("session_send", map[string]any{"session_id": id, "text": "sudo true"}, "call the confirm tool")
+	s.fails("session_send", map[string]any{"session_id": id, "text": "git reset --hard"}, "call the confirm tool")
 	s.close()
 	found := false
 	for _, rec := range readRecords(t, logPath) {

@@ -267,6 +267,9 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(
 		logger.Warn("the audit log is off (--audit-log=off): nothing is recorded")
 	}
 	gw := newGateway(cfg, logger, stages)
+	if auditor != nil {
+		auditor.taints = gw.taintOf
+	}
 	gw.redactor, gw.secrets, gw.policy, gw.getenv = redactor, secrets, engine, getenv
 	gw.confirmer = confirmer
 	gw.protected = protectedPaths(cfg, getenv)

@@ -87,6 +87,23 @@ func TestEscapeBattery(t *testing.T) {
 	}()
 	udpPort := lu.LocalAddr().(*net.UDPAddr).Port
 	tiny := tinyBundle(t)
+	// The session's home (its secrets are not read) and another user's.
+	home, otherHome := t.TempDir(), t.TempDir()
+	for name, body := range map[string]string{
+		".ssh/id_ed25519": "key", ".aws/credentials": "key", ".config/gh/hosts.yml": "token",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(home, name)), 0o700)
+		if err := os.WriteFile(filepath.Join(home, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(home, ".ssh", "id_ed25519"), filepath.Join(home, "keylink")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(otherHome, ".profile"), []byte("secret-canary"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
 
 	sh := func(script string) []string { return []string{"sh", "-c", script} }
 	py := func(code string) []string { return []string{"python3", "-c", code} }
@@ -105,7 +122,12 @@ func TestEscapeBattery(t *testing.T) {
 		{"write /etc", nil, sh("touch /etc/termgate-pwn 2>/dev/null && echo ESCAPED || echo BLOCKED")},
 		{"write home", nil, sh("touch $HOME/termgate-pwn 2>/dev/null && echo ESCAPED || echo BLOCKED")},
 		{"read a canary outside", nil, sh("cat " + canary + " 2>/dev/null && echo ESCAPED || echo BLOCKED")},
-		{"read /root", nil, sh("ls /root >/dev/null 2>&1 && echo ESCAPED || echo BLOCKED")},
+		// Every directory's names may be listed (list ["/"]); the files of
+		// a home that is not the session's are not read.
+		{"read a file of another home", nil, sh("cat " + otherHome + "/.profile 2>/dev/null && echo ESCAPED || echo BLOCKED")},
+		{"read a private key in the home", nil, sh("cat $HOME/.ssh/id_ed25519 2>/dev/null && echo ESCAPED || echo BLOCKED")},
+		{"read credentials in the home", nil, sh("cat $HOME/.aws/credentials $HOME/.config/gh/hosts.yml 2>/dev/null && echo ESCAPED || echo BLOCKED")},
+		{"read a private key through a link in the home", nil, sh("cat $HOME/keylink 2>/dev/null && echo ESCAPED || echo BLOCKED")},
 		{"symlink read escape", nil, sh("ln -s " + canary + " l && cat l 2>/dev/null && echo ESCAPED || echo BLOCKED")},
 		{"symlink write escape", nil, sh("ln -s " + outside + "/via-link l2 && echo x > l2 2>/dev/null && echo ESCAPED || echo BLOCKED")},
 		{"hard link to an outside file", nil, sh("ln " + canary + " h 2>/dev/null && echo ESCAPED || echo BLOCKED")},

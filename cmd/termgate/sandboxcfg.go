@@ -59,30 +59,58 @@ func (g *gateway) prepareLaunch(b *policy.Bundle, profile string, cwd checkedDir
 		return l, nil
 	}
 	home := g.getenv("HOME")
-	spec, err := p.Resolve(sandbox.Vars{Cwd: cwd.Path, CwdID: cwd.ID, Home: home, Path: g.getenv("PATH")}, g.protected)
+	sessionUID, sessionGID := -1, -1
+	if g.cfg.SessionUser != "" {
+		u, err := user.Lookup(g.cfg.SessionUser)
+		if err != nil {
+			return launch{}, fmt.Errorf("--session-user: %w", err)
+		}
+		sessionUID, _ = strconv.Atoi(u.Uid)
+		sessionGID, _ = strconv.Atoi(u.Gid)
+	}
+	vars := sandbox.Vars{Cwd: cwd.Path, CwdID: cwd.ID, Home: home, Path: g.getenv("PATH"), More: toolPlaceholders(g.getenv)}
+	if vars.ReadDeny, err = readDenyList(b); err != nil {
+		return launch{}, fmt.Errorf("%v; nothing was started", err)
+	}
+	if !p.Unconfined {
+		if vars.Cache, err = sessionCacheDir(g.getenv, sessionUID); err != nil {
+			return launch{}, fmt.Errorf("%v; nothing was started", err)
+		}
+		if vars.Cache != "" {
+			if err := sandbox.CheckGrant(vars.Cache, g.protected); err != nil {
+				// The gateway keeps its own files around it (an audit log
+				// directly in the home): sessions go without the shared
+				// cache, their tools' variables that name it are left out.
+				g.log.Warn("sessions get no shared cache for their tools", "dir", vars.Cache, "err", err)
+				vars.Cache = ""
+			}
+		}
+	}
+	spec, err := p.Resolve(vars, g.protected)
 	if err != nil {
 		return launch{}, fmt.Errorf("%v; nothing was started", err)
 	}
 	if interactiveShell(argv) && home != "" {
+		// A general shell never gets ~/.ssh: neither the directory (or one
+		// that holds it) nor what the deny list keeps in it (the private
+		// keys; known_hosts and the public halves it may read).
 		if ssh, err := sandbox.RealPath(filepath.Join(home, ".ssh")); err == nil {
+			deny, err := sandbox.NewDenyList(vars.ReadDeny, home, nil)
+			if err != nil {
+				return launch{}, fmt.Errorf("%v; nothing was started", err)
+			}
 			for _, grant := range append(append(append([]string{}, spec.Read...), spec.Write...), spec.Devices...) {
-				if within(grant, ssh) || within(ssh, grant) {
+				if within(ssh, grant) || within(grant, ssh) && (deny.Empty() || deny.Denies(grant)) {
 					return launch{}, fmt.Errorf("profile %s would give a general shell (%s) %s; nothing was started", p.Name, filepath.Base(argv[0]), ssh)
 				}
 			}
 		}
 	}
 	spec.BestEffort = g.cfg.Sandbox == "best-effort"
-	spec.UID, spec.GID = -1, -1
+	spec.UID, spec.GID = sessionUID, sessionGID
 	uid := os.Geteuid()
-	if g.cfg.SessionUser != "" {
-		u, err := user.Lookup(g.cfg.SessionUser)
-		if err != nil {
-			return launch{}, fmt.Errorf("--session-user: %w", err)
-		}
-		spec.UID, _ = strconv.Atoi(u.Uid)
-		spec.GID, _ = strconv.Atoi(u.Gid)
-		uid = spec.UID
+	if sessionUID >= 0 {
+		uid = sessionUID
 	}
 	spec.NeedsCgroup = uid == 0
 	if spec.Network == "proxy" && g.egress != nil {

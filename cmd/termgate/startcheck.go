@@ -24,6 +24,9 @@ import (
 type checkedDir struct {
 	Path string         // absolute, no link, no "." or ".."
 	ID   sandbox.FileID // what was checked: the launcher demands the same directory
+	// Scratch: the agent gave no cwd, the gateway's own directory is one
+	// no session may start in, and this is the scratch directory.
+	Scratch bool
 }
 
 // cwdRoot is a directory sessions may start in (or only below, when
@@ -210,15 +213,41 @@ func (g *gateway) checkStart(b *policy.Bundle, cwd string, env map[string]string
 		return checkedDir{}, agentEnv{}, err
 	}
 	rules.protected = g.protected
+	scratch := false
+	if cwd == "" && homeOrRoot(base, rules.home) {
+		// A client that starts the gateway in the home directory (or /)
+		// and gives no cwd: the session starts in the gateway's scratch
+		// directory, not in the home directory, which no session may
+		// write (it holds what runs at login).
+		d, err := scratchDir(g.getenv)
+		if err != nil {
+			return checkedDir{}, agentEnv{}, fmt.Errorf("cwd: the gateway runs in %s, where no session may start, and %v; pass cwd (a project directory); nothing was started", base, err)
+		}
+		if real, err := sandbox.RealPath(d); err == nil {
+			rules.roots = append(rules.roots, cwdRoot{dir: real})
+		}
+		cwd, scratch = d, true
+	}
 	dir, err := checkCwd(cwd, base, rules)
 	if err != nil {
 		return checkedDir{}, agentEnv{}, err
 	}
+	dir.Scratch = scratch
 	agent, err := checkAgentEnv(b, env)
 	if err != nil {
 		return checkedDir{}, agentEnv{}, err
 	}
 	return dir, agent, nil
+}
+
+// homeOrRoot reports whether dir (the gateway's working directory) is /,
+// the home directory, or a directory above it: none may be a session's.
+func homeOrRoot(dir, home string) bool {
+	real, err := sandbox.RealPath(dir)
+	if err != nil {
+		return false
+	}
+	return real == "/" || home != "" && within(home, real)
 }
 
 // mergeEnv sets each NAME=value of pairs in a copy of env, replacing a

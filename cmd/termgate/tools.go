@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/termgate/termgate/redact"
 	"github.com/termgate/termgate/sandbox"
 	"github.com/termgate/termgate/session"
 )
@@ -388,6 +390,7 @@ type startOut struct {
 	Sandbox     string            `json:"sandbox" jsonschema:"the session's confinement"`
 	Stages      map[string]string `json:"stages" jsonschema:"which gateway stages are in force"`
 	Decision    *Decision         `json:"decision,omitempty" jsonschema:"the gate's decision on the start"`
+	Cwd         string            `json:"cwd,omitempty" jsonschema:"where the session started"`
 	Refused     []Refusal         `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while the program started (a connection the egress proxy refused)"`
 }
 
@@ -449,6 +452,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	gin := startInput(in.Name, argv, dir, agent)
 	gin.Client = clientOf(req)
+	gin.Start.Confined = g.cfg.Sandbox != "off"
 	answers, declined, err := g.egress.answer(ctx, req, gin)
 	if err == nil {
 		err = declined
@@ -473,6 +477,9 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	env := mergeEnv(l.env, append([]string{"TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec}
 	spec.ExecGate = g.gate.forSession()
+	if g.redactor != nil {
+		spec.Taint = redact.NewTaint(redact.TaintLimits{}) // the session's, shared with its recording
+	}
 	spec.OutputLogMax = g.outputLogMax()
 	var tap *recordingTap
 	var tapErr error
@@ -515,6 +522,9 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		g.egress.end(l.egress)
 		g.gate.closed(s.ID())
 		if tap != nil {
+			// What only the screen put together is learnt before the
+			// recording is redacted with the session's Taint.
+			s.Redact(s.Scrollback(g.cfg.Scrollback + maxRows))
 			if err := tap.close(); err != nil {
 				g.log.Error("closing a recording", "session", s.ID(), "err", err)
 			}
@@ -547,13 +557,15 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		return ask, startOut{}, nil
 	}
 	st := s.Status()
-	text, truncated, _ := g.capResult(s, r, g.stages.redact(r.Output), maxOut)
+	shown := g.startupOutput(s, maxOut)
+	text, truncated, _ := g.capResult(s, r, g.redactIn(s, r.Output), maxOut-utf8.RuneCountInString(shown))
+	text = shown + text
 	out = startOut{
 		SessionID: s.ID(), Name: in.Name, Pid: st.Pid, Argv: g.redactAll(argv), Mode: string(mode),
 		Program: st.Program, Integration: st.Integration,
 		Output: text, Complete: r.Complete, Completion: string(r.Completion),
-		Prompt: g.stages.redact(r.Prompt), Truncated: truncated,
-		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d,
+		Prompt: g.redactIn(s, r.Prompt), Truncated: truncated,
+		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d, Cwd: g.stages.redact(dir.Path),
 	}
 	refusedN := 0
 	out.Refused, refusedN = g.egress.refused(ctx)
@@ -562,6 +574,9 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	g.log.Info("session started", "session", s.ID(), "program", st.Program, "pid", st.Pid, "mode", mode)
 	summary := fmt.Sprintf("%s%s[session %s started: %s, pid %d, %s", withNL(text), refusedText(out.Refused, refusedN), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
+	if dir.Scratch {
+		summary += fmt.Sprintf(", in the scratch directory %s (the server runs in the home directory, where no session may start; pass cwd to work in a project)", out.Cwd)
+	}
 	if out.Prompt != "" {
 		summary += fmt.Sprintf(", prompt %q", out.Prompt)
 	}
@@ -660,11 +675,14 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
+	if prompt, ok := g.remotePrompt(s, st); ok {
+		return nil, out, fmt.Errorf("the remote side is asking for a password (%q) and your text would be typed into it as one; send secret_ref or secret there, or session_keys ctrl+c to leave the prompt; nothing was sent", g.redactIn(s, prompt))
+	}
 	enter := in.Enter == nil || *in.Enter
 	judged := g.continuing(s.ID(), in.Text)
 	gin := GateInput{
 		Action: "input", Text: judged, Program: st.Program, Secret: st.EchoOff,
-		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
+		Session: g.sessionRef(s, st),
 		Client:  clientOf(req), Cwd: foregroundCwd(st.Pid),
 	}
 	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
@@ -739,21 +757,19 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 	if strings.ContainsAny(value, "\r\n\x00") {
 		return nil, out, errors.New("a secret must be one line; nothing was sent")
 	}
-	if in.Secret != "" {
-		if err := g.redactor.AddSecret(value); err != nil {
-			return nil, out, fmt.Errorf("secret: %v; nothing was sent", err)
-		}
-	}
 	o, maxOut, st, err := g.inputOpts(s, in.TimeoutMs, in.QuietMs, in.WaitFor, in.MaxOutput)
 	if err != nil {
 		return nil, out, err
 	}
-	if !st.EchoOff {
+	if _, remote := g.remotePrompt(s, st); !st.EchoOff && !remote {
+		if slices.Contains(remoteTerminals(g.policy.Bundle()), st.Program) && s.RawTerminal() {
+			return nil, out, fmt.Errorf("the terminal is raw (%s relays another terminal) and its screen shows no password prompt at the cursor, so the secret could be shown or run; nothing was sent. Send it when the program asks for a password", st.Program)
+		}
 		return nil, out, errors.New("the terminal is not at a prompt that hides input (its echo is on), so the secret would be shown or run; nothing was sent. Send it when the program asks for a password")
 	}
 	gin := GateInput{
 		Action: "input", Program: st.Program, Secret: true,
-		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
+		Session: g.sessionRef(s, st),
 		Client:  clientOf(req),
 	}
 	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
@@ -765,6 +781,15 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 	}
 	if err != nil {
 		return nil, out, err
+	}
+	// Held by the session only now, every check passed: a refused call
+	// grows no set. A one-off secret is held for the rest of the session;
+	// a secret_ref's value is the engine's own (AddSecret at start), and
+	// the session holds it as well, so its Taint knows what it typed.
+	if g.redactor != nil {
+		if err := s.HoldSecret(value); err != nil {
+			return nil, out, fmt.Errorf("secret: %v; nothing was sent", err)
+		}
 	}
 	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
 	defer done()
@@ -829,14 +854,15 @@ func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Re
 		return ask, ioOut{}, nil
 	}
 	st := s.Status()
-	text, truncated, rest := g.capResult(s, r, g.stages.redact(r.Output), maxOut)
+	text, truncated, rest := g.capResult(s, r, g.redactIn(s, r.Output), maxOut)
 	out := ioOut{
 		SessionID: s.ID(), Output: text, Complete: r.Complete, Completion: string(r.Completion),
-		ExitCode: r.ExitCode, Prompt: g.stages.redact(r.Prompt), Alive: st.Alive, Program: st.Program,
+		ExitCode: r.ExitCode, Prompt: g.redactIn(s, r.Prompt), Alive: st.Alive, Program: st.Program,
 		Busy: st.Busy, Truncated: truncated, Screen: r.Screen, Continued: r.Continued,
 		EchoOff: st.EchoOff, LostLines: r.LostLines, Rest: rest, Decision: d, ExecRefused: refusalsOf(ctx),
 	}
 	out.Refused, out.refusedN = g.egress.refused(ctx)
+	out.Refused = append(out.Refused, g.fileRefusals(s, text)...)
 	if d != nil {
 		summary := fmt.Sprintf("%s: %d characters of output", out.Completion, len(text))
 		if err := g.stages.outcome(ctx, gin, *d, summary, withRefusals(summarize(text, out.Completion, r.ExitCode), out.Refused)); err != nil {
@@ -893,7 +919,7 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	gin := GateInput{
 		Action: "keys", Text: keysText(in.Keys), Program: st.Program, Secret: st.EchoOff,
-		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir},
+		Session: g.sessionRef(s, st),
 		Client:  clientOf(req),
 	}
 	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
@@ -1017,7 +1043,7 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 			}
 			r.Output, r.OutputRows = s.ScrollbackRows(n)
 		}
-		text, truncated, rest := g.capResult(s, r, g.stages.redact(r.Output), maxOut)
+		text, truncated, rest := g.capResult(s, r, g.redactIn(s, r.Output), maxOut)
 		out.ioOut = ioOut{
 			SessionID: s.ID(), Output: text, Complete: true, Alive: st.Alive, Program: st.Program,
 			Busy: st.Busy, Truncated: truncated, Screen: in.Mode == "screen", ExitCode: st.ExitCode, EchoOff: st.EchoOff,
@@ -1095,6 +1121,10 @@ type sessionInfo struct {
 	BytesOut    int64             `json:"bytes_out" jsonschema:"bytes the terminal printed"`
 	Sandbox     string            `json:"sandbox" jsonschema:"the session's confinement"`
 	Stages      map[string]string `json:"stages,omitempty" jsonschema:"which gateway stages are in force"`
+	// StartupWarnings are what the user's rc files failed on because of
+	// the sandbox while the session started (startlog.go), kept out of
+	// its first output.
+	StartupWarnings []string `json:"startup_warnings,omitempty" jsonschema:"what the user's startup files (~/.bashrc) failed on because of the sandbox (a write under the home directory), kept out of the session's output"`
 }
 
 func (g *gateway) info(s *session.Session, full bool) sessionInfo {
@@ -1103,11 +1133,16 @@ func (g *gateway) info(s *session.Session, full bool) sessionInfo {
 		SessionID: st.ID, Name: st.Name, Argv: g.redactAll(st.Argv), Cwd: g.stages.redact(st.Dir), Mode: string(st.Mode), Pid: st.Pid,
 		Program: st.Program, Busy: st.Busy, Alive: st.Alive, Closed: s.Closed(), ExitCode: st.ExitCode, Signal: st.Signal,
 		Rows: st.Rows, Cols: st.Cols, AltScreen: st.AltScreen, AppCursor: st.AppCursor, EchoOff: st.EchoOff,
-		Integration: st.Integration, Title: g.stages.redact(st.Title), StartedAt: st.Started.UTC().Format(time.RFC3339),
+		Integration: st.Integration, Title: g.redactIn(s, st.Title), StartedAt: st.Started.UTC().Format(time.RFC3339),
 		IdleSeconds: s.Idle().Seconds(), BytesIn: st.BytesIn, BytesOut: st.BytesOut, Sandbox: g.sandboxText(s),
 	}
 	if full {
 		i.Stages = g.stages.describe()
+	}
+	if _, warnings := s.Startup(); len(warnings) > 0 {
+		for _, w := range warnings {
+			i.StartupWarnings = append(i.StartupWarnings, g.redactIn(s, w))
+		}
 	}
 	return i
 }
@@ -1242,7 +1277,7 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	}
 	gin := GateInput{
 		Action: "exec", Text: in.Command, Program: "bash",
-		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: dir.Path, Env: agent.Names, EnvValues: agent.Pairs},
+		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: dir.Path, Env: agent.Names, EnvValues: agent.Pairs, Confined: g.cfg.Sandbox != "off"},
 		Client: clientOf(req),
 	}
 	answers, declined, err := g.egress.answer(ctx, req, gin)
@@ -1274,7 +1309,7 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	g.egress.apply("", l.egress, answers)
 	env := mergeEnv(l.env, append([]string{"TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	sb := l.spec
-	gate, call := g.gate.forExec(ctx, req, in.Command, envValue(env, "HOME"), confirmedDecision(d))
+	gate, call := g.gate.forExec(ctx, req, in.Command, envValue(env, "HOME"), confirmedDecision(d), gin.Start.Confined && sb != nil && !sb.Unconfined)
 	r, err := session.Exec(ctx, argv, dir.Path, env, limit, 4*maxOut, g.redactor, sb, gate)
 	if err != nil {
 		return nil, out, fmt.Errorf("exec: %w", err)
