@@ -55,6 +55,27 @@ type Input struct {
 	Session *Session `json:"session,omitempty"`
 	Start   *Start   `json:"start,omitempty"`
 	Client  Client   `json:"client"`
+	// Terminal is what the gateway knows of the terminal an input goes
+	// to (see Terminal); absent for starts and execs.
+	Terminal *Terminal `json:"terminal,omitempty"`
+}
+
+// Terminal describes the terminal a session input is typed into.
+type Terminal struct {
+	// ReadsLines: the foreground program reads a line at a time (the
+	// terminal is in canonical mode, or the program is a line editor
+	// termgate knows).
+	ReadsLines bool `json:"reads_lines"`
+	// Judged: termgate knows the program (a shell or a REPL family) and
+	// judges the line it runs at each Enter. A program that reads lines
+	// and is not judged cannot be judged: the default bundle confirms.
+	Judged bool `json:"judged"`
+	// Echo is false while the terminal reads with echo off.
+	Echo bool `json:"echo"`
+	// Ahead: typed while an earlier command still runs, so whatever
+	// reads next gets it; Readers are the programs that may.
+	Ahead   bool     `json:"ahead,omitempty"`
+	Readers []string `json:"readers,omitempty"`
 }
 
 // Session names the session an input goes to.

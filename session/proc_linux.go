@@ -97,25 +97,166 @@ func signalTree(sid int, sig syscall.Signal) int {
 }
 
 // foreground returns the foreground process group of the terminal whose
-// master is fd and the name of its program ("" when unknown): its leader's,
-// or, when the leader has exited (the first command of a pipeline, such as
-// cat in cat f | less), the newest live member's.
+// master is fd and the program that reads it ("" when unknown), identified
+// by what it is (identify), not by what it calls itself: its leader, or,
+// when the leader has exited (the first command of a pipeline, such as cat
+// in cat f | less), the newest live member.
 func foreground(fd uintptr) (int, string) {
 	pgid, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
 	if err != nil || pgid <= 0 {
 		return 0, ""
 	}
-	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pgid) + "/cmdline"); err == nil && len(b) > 0 {
-		return pgid, nameOf(b) // a zombie's command line is empty
+	pid := pgid
+	if !live(pgid) {
+		members := groupMembers(pgid)
+		if len(members) == 0 {
+			return pgid, ""
+		}
+		pid = members[len(members)-1]
 	}
-	if live(pgid) {
-		return pgid, procName(pgid) // a kernel thread's is too
+	return pgid, identify(pid)
+}
+
+// identify names the program a process runs by its executable, not by its
+// argv[0] or comm, which any program sets as it likes (exec -a x bash,
+// a shell named rbash, python's pty.spawn): /proc/PID/exe, resolved by the
+// kernel, mapped to its family's name (programAlias: rbash is bash,
+// python3.11 is python3). A relay — a process whose descendant runs on a
+// terminal of its own, as script, python's pty.spawn, expect or a nested
+// terminal do — is not the program that reads what is typed: the
+// foreground program of that inner terminal is, found the same way, up to
+// four relays deep. An executable that cannot be read (the process is
+// gone, or its exe is hidden) falls back to argv[0]'s base name, as
+// before, which identifies nothing better but is not worse either.
+func identify(pid int) string {
+	for depth := 0; depth < 4; depth++ {
+		inner := relayTarget(pid)
+		if inner <= 0 {
+			break
+		}
+		pid = inner
 	}
-	members := groupMembers(pgid)
-	if len(members) == 0 {
-		return pgid, ""
+	if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil && exe != "" {
+		return programAlias(filepath.Base(strings.TrimSuffix(exe, " (deleted)")))
 	}
-	return pgid, procName(members[len(members)-1])
+	return programAlias(procName(pid))
+}
+
+// programAlias maps an executable's name to the name its family goes by:
+// restricted and versioned shells to the shell, versioned interpreters to
+// their major name (python3.11 → python3, which familyOf knows).
+func programAlias(name string) string {
+	switch name {
+	case "rbash":
+		return "bash"
+	case "rzsh":
+		return "zsh"
+	case "nodejs":
+		return "node"
+	}
+	for _, p := range []string{"python3", "python2", "pypy3", "ruby", "perl", "php", "lua"} {
+		if rest, ok := strings.CutPrefix(name, p); ok && rest != "" && strings.Trim(rest, "0123456789.") == "" {
+			return p
+		}
+	}
+	return name
+}
+
+// relayTarget returns, when pid relays its terminal to another one (one of
+// its children has a different controlling terminal, as script's and
+// pty.spawn's do), the foreground process of that terminal; 0 otherwise.
+// Only children count: a shell whose background job runs a relay is not
+// itself one.
+func relayTarget(pid int) int {
+	st, ok := readStatFull(pid)
+	if !ok {
+		return 0
+	}
+	kids := children(pid, 64)
+	for _, k := range kids {
+		ks, ok := readStatFull(k)
+		if !ok || ks.ttyNr == 0 || ks.ttyNr == st.ttyNr || ks.tpgid <= 0 {
+			continue
+		}
+		fg := ks.tpgid
+		if !live(fg) {
+			members := groupMembers(fg)
+			if len(members) == 0 {
+				continue
+			}
+			fg = members[len(members)-1]
+		}
+		return fg
+	}
+	return 0
+}
+
+// statFull adds a process's controlling terminal and that terminal's
+// foreground group to procStat.
+type statFull struct {
+	procStat
+	ttyNr, tpgid int
+}
+
+func readStatFull(pid int) (statFull, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return statFull{}, false
+	}
+	st, ok := parseStat(b)
+	if !ok {
+		return statFull{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 6 {
+		return statFull{}, false
+	}
+	tty, _ := strconv.Atoi(f[4])
+	tpgid, _ := strconv.Atoi(f[5])
+	return statFull{procStat: st, ttyNr: tty, tpgid: tpgid}, true
+}
+
+// children returns up to max children of pid, from
+// /proc/PID/task/*/children.
+func children(pid, max int) []int {
+	var out []int
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil && len(out) < max {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// canonical reports whether the terminal reads a line at a time (ICANON):
+// a program reading it with plain reads gets whole lines the kernel
+// edited.
+func canonical(fd uintptr) bool {
+	t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+	return err == nil && t.Lflag&unix.ICANON != 0
+}
+
+// leaderOrNewest is a process group's leader, or its newest live member
+// when the leader has exited; 0 when none is left.
+func leaderOrNewest(pgid int) int {
+	if pgid <= 0 || live(pgid) {
+		return pgid
+	}
+	if m := groupMembers(pgid); len(m) > 0 {
+		return m[len(m)-1]
+	}
+	return 0
 }
 
 // live reports whether a process exists and is not a zombie.
@@ -215,4 +356,29 @@ func asleep(pgid int) bool {
 		}
 	}
 	return len(members) > 0
+}
+
+// waitingForInput reports whether the foreground process pid is blocked
+// in a call that waits for input (read, poll, select, epoll): a program
+// reading its terminal, not one that sleeps, waits for a child or works.
+// /proc/PID/syscall names the call; when it cannot be read, the answer is
+// no, which judges typed input more strictly (see Status.Ahead).
+func waitingForInput(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return false
+	}
+	nr, err := strconv.Atoi(f[0])
+	if err != nil {
+		return false
+	}
+	switch nr {
+	case unix.SYS_READ, unix.SYS_READV, unix.SYS_PSELECT6, unix.SYS_PPOLL, unix.SYS_EPOLL_PWAIT:
+		return true
+	}
+	return waitSyscall(nr)
 }

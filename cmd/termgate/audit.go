@@ -68,6 +68,10 @@ func withCall(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 type ecsAuditor struct {
 	log      *audit.Log
 	red      *redact.Engine
+	// input masks the agent's own input: the rules and the secrets the
+	// gateway holds, never the one-off secrets agents typed (those are
+	// registered with red only, for output). Nil: red.
+	input    *redact.Engine
 	policy   *policy.Engine // the bundle in force, and the input documents of redacted text
 	fw       *audit.Syslog  // the syslog forwarder, or nil
 	failOpen bool           // --audit-fail=continue
@@ -125,6 +129,14 @@ func newAuditor(cfg Config, red *redact.Engine, engine *policy.Engine, logger *s
 	return a, nil
 }
 
+// inputRedact masks the agent's input for the record (see input).
+func (a *ecsAuditor) inputRedact(s string) string {
+	if a.input != nil {
+		return a.input.Redact(s)
+	}
+	return a.red.Redact(s)
+}
+
 // stateDir is $XDG_STATE_HOME/termgate, or ~/.local/state/termgate.
 func stateDir(getenv func(string) string) string {
 	if d := getenv("XDG_STATE_HOME"); d != "" {
@@ -145,7 +157,7 @@ func (a *ecsAuditor) Record(ctx context.Context, ev AuditEvent) error {
 		a.logger.Error("audit write failed; going on unrecorded (--audit-fail=continue)", "err", err)
 		return nil
 	}
-	if err == nil && ev.Kind != "forward_dropped" {
+	if err == nil && ev.Kind != KindForwardDropped {
 		a.reportDrops(false)
 	}
 	return err
@@ -169,7 +181,7 @@ func (a *ecsAuditor) reportDrops(now bool) {
 	st := a.fw.Stats()
 	a.logger.Warn("audit records were not forwarded: the syslog buffer was full", "dropped", since, "dropped_total", n,
 		"target", st.Target, "pending", st.Pending, "last_error", st.LastError)
-	_ = a.Record(context.Background(), AuditEvent{Kind: "forward_dropped", Fields: map[string]any{
+	_ = a.Record(context.Background(), AuditEvent{Kind: KindForwardDropped, Fields: map[string]any{
 		"termgate.forward.target": st.Target, "termgate.forward.dropped": since, "termgate.forward.dropped_total": n,
 		"termgate.forward.pending": st.Pending, "termgate.forward.sent": st.Sent,
 	}})
@@ -235,9 +247,22 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 	if in.Program != "" {
 		r.Set("process.name", in.Program)
 	}
-	text := red(in.Text)
+	if in.EchoOff {
+		r.Set("termgate.input.echo_off", true)
+	}
 	if in.Secret {
-		text = "[input suppressed: echo off]"
+		r.Set("termgate.input.secret", true)
+	}
+	// The agent's own input is recorded with the rules and the secrets
+	// the gateway holds masked, never with the one-off secrets agents
+	// typed (a.inputRed): those mask output only. A secret input is never
+	// recorded; a keyed hash stands for it.
+	text := a.inputRedact(in.Text)
+	if in.Secret {
+		text = "[input suppressed: secret]"
+		if in.SecretMark != "" {
+			text = in.SecretMark
+		}
 	}
 	inForce := a.policy.Bundle()
 	source, revision, hash := inForce.Source, inForce.Revision, inForce.Hash
@@ -260,16 +285,16 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 	security := false
 	msg := ""
 	switch ev.Kind {
-	case "decision":
-		allowed := ev.Decision.Action == "allow"
+	case KindDecision:
+		allowed := ev.Decision.Action == Allow
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{map[bool]string{true: "allowed", false: "denied"}[allowed]}).
 			Set("event.action", inputAction(in.Action)).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[allowed])
 		setInput(r, in.Action, text)
 		setRule(ev.Decision)
 		a.setPolicyInput(r, in, ev.Decision)
-		security = !allowed || strings.Contains(ev.Decision.Reason, "(confirmed") || in.Action == "start"
+		security = !allowed || strings.Contains(ev.Decision.Reason, "(confirmed") || in.Action == ActionStart
 		msg = fmt.Sprintf("%s %s by %s", map[bool]string{true: "allowed", false: "denied"}[allowed], inputAction(in.Action), ev.Decision.Rule)
-	case "confirmation_asked":
+	case KindConfirmAsked:
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{"info"}).
 			Set("event.action", "confirmation-requested").Set("event.outcome", "unknown")
 		setInput(r, in.Action, text)
@@ -277,16 +302,23 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 		a.setPolicyInput(r, in, ev.Decision)
 		r.Set("termgate.confirmation.via", "mcp-elicitation")
 		security, msg = true, "asked the human to confirm: "+ev.Decision.Rule
-	case "confirmation_answered":
+	case KindConfirmAnswered:
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{map[bool]string{true: "allowed", false: "denied"}[ev.Approved]}).
 			Set("event.action", "confirmation-answered").Set("event.outcome", map[bool]string{true: "success", false: "failure"}[ev.Approved])
 		setInput(r, in.Action, text)
 		setRule(ev.Decision)
 		a.setPolicyInput(r, in, ev.Decision)
-		r.Set("termgate.confirmation.approved", ev.Approved).Set("termgate.confirmation.answered_by", "human (MCP client)").
-			Set("termgate.confirmation.via", "mcp-elicitation").Set("termgate.confirmation.detail", red(ev.Outcome))
+		by, via := ev.By, ev.Via
+		if by == "" {
+			by = "human (MCP client)"
+		}
+		if via == "" {
+			via = "mcp-elicitation"
+		}
+		r.Set("termgate.confirmation.approved", ev.Approved).Set("termgate.confirmation.answered_by", by).
+			Set("termgate.confirmation.via", via).Set("termgate.confirmation.detail", red(ev.Outcome))
 		security, msg = true, "confirmation "+map[bool]string{true: "approved", false: "not given"}[ev.Approved]+": "+red(ev.Outcome)
-	case "outcome":
+	case KindOutcome:
 		r.Set("event.category", []string{"process"}).Set("event.type", []string{"info"}).
 			Set("event.action", "terminal-output").Set("event.outcome", "success")
 		setRule(ev.Decision)
@@ -298,10 +330,10 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 			}
 		}
 		msg = red(ev.Outcome)
-	case "session_start", "session_end":
-		start := ev.Kind == "session_start"
+	case KindSessionStart, KindSessionEnd:
+		start := ev.Kind == KindSessionStart
 		r.Set("event.category", []string{"session", "process"}).Set("event.type", []string{map[bool]string{true: "start", false: "end"}[start]}).
-			Set("event.action", strings.ReplaceAll(ev.Kind, "_", "-")).Set("event.outcome", "success")
+			Set("event.action", strings.ReplaceAll(string(ev.Kind), "_", "-")).Set("event.outcome", "success")
 		if f := ev.Session; f != nil {
 			r.Set("termgate.session.id", f.ID).Set("termgate.session.mode", f.Mode).Set("process.pid", f.Pid).
 				Set("process.interactive", f.Mode == "pty").Set("termgate.sandbox.status", f.Sandbox)
@@ -344,20 +376,20 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 			msg = fmt.Sprintf("session %s %s", f.ID, map[bool]string{true: "started", false: "ended"}[start])
 		}
 		security = true
-	case "tool_error":
+	case KindToolError:
 		r.Set("event.category", []string{"api"}).Set("event.type", []string{"error"}).
 			Set("event.action", "tool-error").Set("event.outcome", "failure").Set("error.message", red(ev.Err))
 		msg = red(ev.Err)
-	case "server_start", "server_stop":
-		start := ev.Kind == "server_start"
+	case KindServerStart, KindServerStop:
+		start := ev.Kind == KindServerStart
 		r.Set("event.category", []string{"process"}).Set("event.type", []string{map[bool]string{true: "start", false: "end"}[start]}).
 			Set("event.action", map[bool]string{true: "gateway-start", false: "gateway-stop"}[start]).Set("event.outcome", "success").
 			Set("process.pid", os.Getpid()).Set("process.name", "termgate")
 		security, msg = true, "termgate "+map[bool]string{true: "started", false: "stopped"}[start]
-	case "policy_load", "policy_reload":
+	case KindPolicyLoad, KindPolicyReload:
 		ok := ev.Err == ""
-		r.Set("event.category", []string{"configuration"}).Set("event.type", []string{map[bool]string{true: "info", false: "change"}[ev.Kind == "policy_load"]}).
-			Set("event.action", strings.ReplaceAll(ev.Kind, "_", "-")).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[ok]).
+		r.Set("event.category", []string{"configuration"}).Set("event.type", []string{map[bool]string{true: "info", false: "change"}[ev.Kind == KindPolicyLoad]}).
+			Set("event.action", strings.ReplaceAll(string(ev.Kind), "_", "-")).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[ok]).
 			Set("rule.ruleset", source).Set("rule.version", revision).Set("termgate.policy.hash", hash)
 		for k, v := range bundleFields(inForce) {
 			r.Set(k, v)
@@ -365,11 +397,11 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 		if !ok {
 			r.Set("error.message", red(ev.Err))
 		}
-		security, msg = true, strings.ReplaceAll(ev.Kind, "_", " ")
+		security, msg = true, strings.ReplaceAll(string(ev.Kind), "_", " ")
 		if !ok {
 			msg += " rejected; the last good bundle stays in force: " + red(ev.Err)
 		}
-	case "forward_dropped":
+	case KindForwardDropped:
 		r.Set("event.category", []string{"configuration"}).Set("event.type", []string{"info"}).
 			Set("event.action", "audit-forward-dropped").Set("event.outcome", "failure")
 		security, msg = true, "audit records were not forwarded: the syslog buffer was full"
@@ -383,23 +415,25 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 	return r, security
 }
 
-func inputAction(a string) string {
+func inputAction(a Action) string {
 	switch a {
-	case "input":
+	case ActionInput:
 		return "terminal-input"
-	case "keys":
+	case ActionKeys:
 		return "terminal-keys"
-	case "exec":
+	case ActionExec:
 		return "exec-command"
-	case "start":
+	case ActionStart:
 		return "session-start-request"
+	case ActionConnect:
+		return "network-connect"
 	}
-	return a
+	return string(a)
 }
 
 // setInput puts what was typed where ECS and SIEM rules look for it.
-func setInput(r audit.Record, action, text string) {
-	if action == "keys" {
+func setInput(r audit.Record, action Action, text string) {
+	if action == ActionKeys {
 		r.Set("termgate.keys", text)
 		return
 	}
@@ -493,7 +527,7 @@ func (a *ecsAuditor) policyInput(in GateInput, d Decision) (any, bool) {
 	doc := d.Policy.Input
 	red := a.red.Redact
 	masked := in
-	masked.Text = red(in.Text)
+	masked.Text = a.inputRedact(in.Text)
 	redactRef := func(g *GateRef) *GateRef {
 		if g == nil {
 			return nil

@@ -142,17 +142,17 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)
 	}
 	bg := context.Background()
-	if err := stages.record(bg, AuditEvent{Kind: "server_start"}); err != nil {
+	if err := stages.record(bg, AuditEvent{Kind: KindServerStart}); err != nil {
 		return err
 	}
-	if err := stages.record(bg, AuditEvent{Kind: "policy_load"}); err != nil {
+	if err := stages.record(bg, AuditEvent{Kind: KindPolicyLoad}); err != nil {
 		return err
 	}
 	defer func() {
 		if auditor == nil {
 			return
 		}
-		_ = stages.record(bg, AuditEvent{Kind: "server_stop"})
+		_ = stages.record(bg, AuditEvent{Kind: KindServerStop})
 		if err := auditor.close(); err != nil {
 			logger.Error("closing the audit log", "err", err)
 		}
@@ -170,11 +170,11 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		engine.Watch(watchCtx, cfg.PolicyReload, func(b *policy.Bundle, err error) {
 			if err != nil {
 				logger.Error("policy reload rejected; the last good bundle stays in force", "err", err, "revision", engine.Bundle().Revision)
-				_ = stages.record(bg, AuditEvent{Kind: "policy_reload", Err: err.Error()})
+				_ = stages.record(bg, AuditEvent{Kind: KindPolicyReload, Err: err.Error()})
 				return
 			}
 			logger.Info("policy reloaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash)
-			_ = stages.record(bg, AuditEvent{Kind: "policy_reload"})
+			_ = stages.record(bg, AuditEvent{Kind: KindPolicyReload})
 		})
 	}()
 	defer func() { stopWatch(); <-watched }()
@@ -246,6 +246,12 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		// The agent's input is recorded masked by the rules and the
+		// secrets the gateway holds, never by one-off secrets agents
+		// typed: an engine of its own, which those are not added to.
+		if auditor.input, err = newRedactor(b, secrets); err != nil {
+			return nil, nil, nil, err
+		}
 		stages.Auditor = auditor
 		logger.Info("audit log", "path", auditor.log.Path())
 	} else {
@@ -254,6 +260,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(
 	gw := newGateway(cfg, logger, stages)
 	gw.redactor, gw.secrets, gw.policy, gw.getenv = redactor, secrets, engine, getenv
 	gw.confirmer = confirmer
+	gw.oneOff = newEngineSecrets(redactor)
 	gw.protected = protectedPaths(cfg, getenv)
 	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
 	return gw, auditor, engine, nil
@@ -280,10 +287,16 @@ type gateway struct {
 	// recordings holds each recorded session's tap, by session id.
 	recordings sync.Map
 
-	// unfinished holds, per session, the lines of a shell command that
-	// continues on the next line: each continuation is judged with them.
+	// unfinished holds, per session, the text its next input continues
+	// (a shell command left unfinished, pipe-mode text without Enter):
+	// each continuation is judged with it.
 	unfinishedMu sync.Mutex
 	unfinished   map[string]string
+	// profiles holds each session's sandbox profile, by id, for the
+	// policy input (session.profile).
+	profiles sync.Map
+	// oneOff registers the one-off secrets agents type.
+	oneOff oneOffSecrets
 
 	// testOnlyPanic, when a test sets it, is called at points on a
 	// request's path ("tool NAME", "resource URI") and may panic there.
@@ -300,7 +313,7 @@ func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
 	})
 	g.mgr.OnPanic(func(id, where string, v any, stack []byte) {
 		logger.Error("a session goroutine panicked; the session was ended", "session", id, "where", where, "panic", fmt.Sprint(v), "stack", string(stack))
-		ev := AuditEvent{Kind: "tool_error", Err: "internal error in the session's " + where + " (the server log has the stack); the session was ended", Input: GateInput{Session: &GateRef{ID: id}}}
+		ev := AuditEvent{Kind: KindToolError, Err: "internal error in the session's " + where + " (the server log has the stack); the session was ended", Input: GateInput{Session: &GateRef{ID: id}}}
 		if err := g.stages.record(context.Background(), ev); err != nil {
 			logger.Error("audit: recording a session's internal error", "session", id, "err", err)
 		}
@@ -309,6 +322,10 @@ func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
 	// session go.
 	g.mgr.OnForget(func(id string) {
 		g.recordings.Delete(id)
+		g.profiles.Delete(id)
+		if g.oneOff != nil {
+			g.oneOff.Forget(id)
+		}
 		g.unfinishedMu.Lock()
 		delete(g.unfinished, id)
 		g.unfinishedMu.Unlock()
