@@ -112,8 +112,8 @@ type Screen struct {
 
 	marks   []Mark // shell-integration marks, oldest first, bounded
 	markKey string // when set, a mark must carry tg=markKey (SetMarkKey)
-	bSeen bool   // an input-start mark ever arrived: the prompt carries marks
-	markN int64  // marks ever seen
+	bSeen   bool   // an input-start mark ever arrived: the prompt carries marks
+	markN   int64  // marks ever seen
 
 	recovered int // panics recovered while parsing: each one is a bug
 }

@@ -126,20 +126,20 @@ type Result struct {
 
 // Status is a snapshot of a session.
 type Status struct {
-	ID, Name    string
-	Argv        []string
-	Dir         string
-	Mode        Mode
-	Pid         int
-	Program     string // the terminal's foreground program
-	Busy        bool   // the foreground program is not the session's own process
-	Alive       bool
-	ExitCode    *int
-	Signal      string
-	Rows, Cols  int
-	AltScreen   bool
-	AppCursor   bool
-	EchoOff     bool
+	ID, Name   string
+	Argv       []string
+	Dir        string
+	Mode       Mode
+	Pid        int
+	Program    string // the terminal's foreground program
+	Busy       bool   // the foreground program is not the session's own process
+	Alive      bool
+	ExitCode   *int
+	Signal     string
+	Rows, Cols int
+	AltScreen  bool
+	AppCursor  bool
+	EchoOff    bool
 	// ReadsLines: the foreground program reads a line at a time (the
 	// terminal is in canonical mode, or it is a line editor termgate
 	// knows); Judged: it is a line editor termgate knows (a shell, or a

@@ -66,8 +66,8 @@ func withCall(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 
 // ecsAuditor is the Auditor: it turns events into ECS records.
 type ecsAuditor struct {
-	log      *audit.Log
-	red      *redact.Engine
+	log *audit.Log
+	red *redact.Engine
 	// input masks the agent's own input: the rules and the secrets the
 	// gateway holds, never the one-off secrets agents typed (those are
 	// registered with red only, for output). Nil: red.

@@ -254,7 +254,9 @@ func quoteText(s string) string {
 // declined (with why), pending (the input-required result the handler
 // returns), or, with --confirm-mode=agent, a token issued to the agent.
 func (c *humanConfirmer) Confirm(ctx context.Context, req *mcp.CallToolRequest, in GateInput, d Decision) Confirmation {
-	no := func(why string) Confirmation { return Confirmation{Answer: Declined, Detail: why, Via: "mcp-elicitation"} }
+	no := func(why string) Confirmation {
+		return Confirmation{Answer: Declined, Detail: why, Via: "mcp-elicitation"}
+	}
 	if req == nil || req.Session == nil {
 		return no("no client to ask")
 	}
@@ -313,7 +315,9 @@ func (c *humanConfirmer) Confirm(ctx context.Context, req *mcp.CallToolRequest, 
 
 // approved reads the human's answer.
 func approved(resp *mcp.ElicitResult) Confirmation {
-	no := func(why string) Confirmation { return Confirmation{Answer: Declined, Detail: why, Via: "mcp-elicitation"} }
+	no := func(why string) Confirmation {
+		return Confirmation{Answer: Declined, Detail: why, Via: "mcp-elicitation"}
+	}
 	if resp == nil {
 		return no("no answer")
 	}
