@@ -23,6 +23,7 @@ var keys = func() map[string]*ast.Term {
 		"path", "args", "wrappers", "redirects", "assigns", "flags", "operands", "op", "target",
 		"code", "languages", "calls", "modules", "shell_commands", "writes", "deletes", "dynamic_calls",
 		"dynamic_shell", "reverse_shell", "sql", "dialect", "statements", "classes", "verb", "object", "where",
+		"terminal", "reads_lines", "judged", "echo", "ahead", "readers",
 	} {
 		m[k] = ast.StringTerm(k)
 	}
@@ -93,6 +94,10 @@ func (in *Input) value() ast.Value {
 	}
 	if s := in.Start; s != nil {
 		kv = append(kv, "start", obj("argv", strs(s.Argv), "cwd", str(s.Cwd), "env", strs(s.Env)))
+	}
+	if t := in.Terminal; t != nil {
+		kv = append(kv, "terminal", obj("reads_lines", boolean(t.ReadsLines), "judged", boolean(t.Judged), "echo", boolean(t.Echo),
+			"ahead", boolean(t.Ahead), "readers", strs(t.Readers)))
 	}
 	return obj(kv...).Value
 }

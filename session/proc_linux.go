@@ -137,9 +137,28 @@ func identify(pid int) string {
 		pid = inner
 	}
 	if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil && exe != "" {
-		return programAlias(filepath.Base(strings.TrimSuffix(exe, " (deleted)")))
+		return programAlias(exeName(strings.TrimSuffix(exe, " (deleted)")))
 	}
 	return programAlias(procName(pid))
+}
+
+// exeName is the name an executable goes by: its base name, or, for a
+// variant that a link of a shorter name in its directory resolves to
+// (Debian's alternatives: /usr/bin/vim → vim.basic, /usr/bin/python3 →
+// python3.11, nc → nc.openbsd), that shorter name.
+func exeName(exe string) string {
+	base := filepath.Base(exe)
+	dir := filepath.Dir(exe)
+	for i := len(base) - 1; i > 0; i-- {
+		if base[i] != '.' {
+			continue
+		}
+		short := base[:i]
+		if real, err := filepath.EvalSymlinks(filepath.Join(dir, short)); err == nil && real == exe {
+			return short
+		}
+	}
+	return base
 }
 
 // programAlias maps an executable's name to the name its family goes by:

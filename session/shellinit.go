@@ -156,9 +156,14 @@ func shellIntegration(argv, env []string, dir, key string) (newArgv, newEnv []st
 		return argv, env, nil, false, nil
 	}
 	// The user's inputrc is not read: its macros and bindings could type
-	// or run a line on a key that is not Enter.
+	// or run a line on a key that is not Enter. The system's (which the
+	// administrator keeps) still is, for the terminal's keys.
 	inputrc := filepath.Join(dir, "inputrc")
-	if err := os.WriteFile(inputrc, []byte("set editing-mode emacs\n"), 0o600); err != nil {
+	irc := "set editing-mode emacs\n"
+	if _, err := os.Stat("/etc/inputrc"); err == nil {
+		irc = "$include /etc/inputrc\n" + irc
+	}
+	if err := os.WriteFile(inputrc, []byte(irc), 0o600); err != nil {
 		return nil, nil, nil, false, fmt.Errorf("writing shell integration: %w", err)
 	}
 	env = setEnv(env, "INPUTRC", inputrc)

@@ -288,8 +288,9 @@ func TestConfirmModeAgent(t *testing.T) {
 	s.close()
 	found := false
 	for _, rec := range readRecords(t, logPath) {
-		if field(rec, "event.action") == "confirmation-answered" && field(rec, "termgate.confirmation.answered_by") == "agent" {
-			found = field(rec, "termgate.confirmation.justification") == why
+		if field(rec, "event.action") == "confirmation-answered" && field(rec, "termgate.confirmation.answered_by") == "agent" &&
+			field(rec, "termgate.confirmation.justification") == why {
+			found = true
 		}
 	}
 	if !found {

@@ -842,18 +842,17 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 	gin.Secret, gin.SecretMark = true, g.redactor.Placeholder("secret", []byte(value))
 	return g.sessionCall(ctx, req, s, gin, maxOut, func(ctx context.Context, d Decision) (session.Result, error) {
 		// A one-off secret is registered for masking once the gate
-		// allowed it and it was typed: never for a refused call, whose
-		// "secret" could be any text the agent wants masked out of sight
-		// (the attack line itself, in the audit log). The result is
-		// redacted after this act, so it is masked there too.
-		r, err := s.Send(ctx, value, in.Enter == nil || *in.Enter, o)
-		var busy *session.BusyError
-		typed := err == nil || !errors.As(err, &busy) && !errors.Is(err, session.ErrClosed) && !errors.Is(err, session.ErrExited)
-		if in.Secret != "" && typed {
-			if rerr := g.oneOff.Register(s.ID(), value); rerr != nil && err == nil {
-				err = fmt.Errorf("the secret was typed, but could not be registered for masking (%v); treat its output as unmasked", rerr)
+		// allowed it, just before it is typed: never for a refused call,
+		// whose "secret" could be any text the agent wants masked out of
+		// sight (the attack line itself, in the audit log). Registered
+		// before typing, what the program prints of it is masked at the
+		// source, on the screen and in every result.
+		if in.Secret != "" {
+			if err := g.oneOff.Register(s.ID(), value); err != nil {
+				return session.Result{}, fmt.Errorf("secret: %v; nothing was sent", err)
 			}
 		}
+		r, err := s.Send(ctx, value, in.Enter == nil || *in.Enter, o)
 		return r, err
 	})
 }
