@@ -174,6 +174,24 @@ type Source struct {
 	// signed bundle is refused too (its signature cannot be checked). The
 	// embedded bundle is part of the binary and is not checked.
 	Verify *bundle.VerificationConfig
+	// Validate, when set, checks the parts of a bundle the policy engine
+	// does not use itself (the gateway's sandbox profiles, redaction rules
+	// and secrets): a bundle it rejects is not put in force, at start or
+	// at a reload, so a reload swaps the whole bundle or keeps the last
+	// good one. package policy imports none of those parts: the gateway
+	// hands this in.
+	Validate func(*Bundle) error
+}
+
+// check runs Validate on a bundle that compiled.
+func (s Source) check(b *Bundle) error {
+	if s.Validate == nil || b == nil {
+		return nil
+	}
+	if err := s.Validate(b); err != nil {
+		return fmt.Errorf("policy bundle %s: %w", s, err)
+	}
+	return nil
 }
 
 func (s Source) String() string {
@@ -471,8 +489,9 @@ func toDecision(v any) (Decision, error) {
 }
 
 // Reload loads the bundle again (from a bundle server: asks it once, and
-// returns the bundle in force when it has nothing newer). On error the
-// bundle in force stays.
+// returns the bundle in force when it has nothing newer). The new bundle
+// is compiled and validated whole (Source.Validate) before it replaces
+// the one in force, in one swap; on any error the bundle in force stays.
 func (e *Engine) Reload(ctx context.Context) (*Bundle, error) {
 	if e.remote != nil {
 		return e.poll(ctx)
@@ -610,7 +629,14 @@ func load(ctx context.Context, src Source) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy bundle %s: %w", src, err)
 	}
-	return compile(ctx, f, src.String())
+	b, err := compile(ctx, f, src.String())
+	if err != nil {
+		return nil, err
+	}
+	if err := src.check(b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func isTarball(name string) bool {

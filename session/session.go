@@ -770,7 +770,9 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 		}
 		shown, shownOK := "", false
 		if !fast {
-			if !s.settle(ctx, typedAt, len(body) > 0, judgeSettle, deadline) {
+			// With the terminal's echo off nothing shows what was typed:
+			// there is no echo to wait for.
+			if !s.settle(ctx, typedAt, len(body) > 0 && !s.echoFlagOff(), judgeSettle, deadline) {
 				if s.isClosing() {
 					return ErrClosed
 				}

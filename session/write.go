@@ -63,6 +63,19 @@ func (s *Session) terminalEchoOff() bool {
 	return off
 }
 
+// echoFlagOff reports whether the terminal's ECHO flag is off, in any
+// mode: neither the kernel nor a line editor (readline honours it) echoes
+// what is typed.
+func (s *Session) echoFlagOff() bool {
+	off := false
+	s.ctl(func(fd uintptr) {
+		if t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS); err == nil {
+			off = t.Lflag&unix.ECHO == 0
+		}
+	})
+	return off
+}
+
 // foregroundNow returns the terminal's foreground process group and its
 // program's name.
 func (s *Session) foregroundNow() (pgid int, name string) {

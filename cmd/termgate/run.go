@@ -208,6 +208,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	src.Validate = validateBundle(getenv)
 	engine, err := policy.New(ctx, src)
 	if err != nil {
 		return nil, nil, nil, err

@@ -108,6 +108,11 @@ func (r *engineSecrets) Forget(session string) {
 // backslash, an open quote, an open if/for/while or here-document. A
 // shell then waits for the rest, and the next line continues it.
 func incompleteShell(text string) bool {
-	_, err := syntax.NewParser().Parse(strings.NewReader(text+"\n"), "")
-	return err != nil && syntax.IsIncomplete(err)
+	p := syntax.NewParser()
+	inc := false
+	err := p.Interactive(strings.NewReader(text+"\n"), func([]*syntax.Stmt) bool {
+		inc = p.Incomplete()
+		return true
+	})
+	return inc || err != nil && syntax.IsIncomplete(err)
 }

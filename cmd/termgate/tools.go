@@ -863,7 +863,7 @@ func (g *gateway) continuing(id, text string) string {
 	g.unfinishedMu.Lock()
 	defer g.unfinishedMu.Unlock()
 	if prev, ok := g.unfinished[id]; ok {
-		return prev + "\n" + text
+		return prev + text // prev ends with what joins it to text (a newline, or nothing)
 	}
 	return text
 }
