@@ -56,7 +56,6 @@ func TestProgramIdentifiedByExecutable(t *testing.T) {
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Fatal("script is not installed (scripts/dev deps installs it)")
 	}
-	s := startServer(t)
 	for _, c := range []struct{ name, setup string }{
 		{"exec -a", "exec -a x bash --norc"},
 		{"rbash", "rbash --norc"},
@@ -64,15 +63,15 @@ func TestProgramIdentifiedByExecutable(t *testing.T) {
 		{"pty.spawn", `python3 -c 'import pty; pty.spawn("/bin/bash")'`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			s := startServer(t) // its helpers fail the test they were made in
 			dir := t.TempDir()
 			alive := canaries(t, dir)
 			id := s.start(map[string]any{"cwd": dir})
-			r := s.ok("session_send", map[string]any{"session_id": id, "text": c.setup, "timeout_ms": 5000, "quiet_ms": 500})
+			s.ok("session_send", map[string]any{"session_id": id, "text": c.setup, "timeout_ms": 5000, "quiet_ms": 500})
 			eventually(t, 10*time.Second, "the inner shell in front", func() bool {
 				info := s.ok("session_info", map[string]any{"session_id": id})
 				return info["busy"] == true || c.name == "exec -a"
 			})
-			_ = r
 			msg := s.fails("session_send", map[string]any{"session_id": id, "text": "rm -rf *", "timeout_ms": 5000}, "fs.rm_protected")
 			if !alive() {
 				t.Fatalf("the canaries were deleted (refusal: %s)", msg)
@@ -123,14 +122,17 @@ func TestFakeShellMarksAreIgnored(t *testing.T) {
 }
 
 // TestWrappedRowBlanksAreRead: rm, blanks to the end of the row, and -rf *
-// on the next: the blanks of the soft-wrapped row are part of the line
-// (the line is rm -rf *, not rm-rf *).
+// on the next: the whole input is read, from its first row (where the
+// prompt is) to the end of its last, blanks of the soft-wrapped row kept
+// (the line is rm -rf *). Read from the cursor's row only, a shell without
+// termgate's marks showed no prompt there, and the line ran unjudged.
 func TestWrappedRowBlanksAreRead(t *testing.T) {
 	s := startServer(t)
 	dir := t.TempDir()
 	alive := canaries(t, dir)
 	id := s.start(map[string]any{"cwd": dir, "cols": 40})
-	s.send(id, "PS1='$ '")
+	s.ok("session_send", map[string]any{"session_id": id, "text": "bash --norc", "timeout_ms": 3000, "quiet_ms": 300})
+	s.ok("session_send", map[string]any{"session_id": id, "text": "PS1='$ '", "timeout_ms": 3000, "quiet_ms": 300})
 	keys := []string{"r", "m", "space*36"}
 	keys = append(keys, keysOf("-rf *")...)
 	res := s.call("session_keys", map[string]any{"session_id": id, "keys": append(keys, "enter"), "timeout_ms": 10000})
@@ -236,8 +238,8 @@ func TestRefusedContinuationCancelsTheCommand(t *testing.T) {
 // a line typed in pieces and then Enter is judged as the whole line that
 // was typed.
 func TestPiecesWithoutAPromptAreJudged(t *testing.T) {
-	s := startServer(t)
 	t.Run("bash", func(t *testing.T) {
+		s := startServer(t)
 		dir := t.TempDir()
 		alive := canaries(t, dir)
 		id := s.start(map[string]any{"cwd": dir})
@@ -250,6 +252,7 @@ func TestPiecesWithoutAPromptAreJudged(t *testing.T) {
 		}
 	})
 	t.Run("python", func(t *testing.T) {
+		s := startServer(t)
 		dir := t.TempDir()
 		alive := canaries(t, dir)
 		id := s.start(map[string]any{"cwd": dir, "argv": []string{"python3", "-q"}})
