@@ -98,6 +98,39 @@ confirm_by(doc, rule) if {
 
 allowed(doc) if decide(doc).action == "allow"
 
+# hosts gives a parsed line the hosts its commands name, as the engine
+# derives them (canonical spellings), and the lists that hold them.
+hosts(doc, hs) := object.union(doc, {"shell": object.union(doc.shell, {
+	"hosts": hs,
+	"words_listed": sort({k | some k, l in data.termgate.lists; some h in hs; holds(k, l, h)} | {k | some k in doc.shell.words_listed}),
+})})
+
+# at gives a parsed line the directory its commands run in, their
+# operands resolved against it, and the lists that hold those (as the
+# engine does for plain names).
+at(doc, cwd) := object.union(doc, {"shell": object.union(doc.shell, {
+	"commands": [object.union(x, {
+		"cwd": cwd,
+		"paths": [p | some o in x.operands; p := resolve(cwd, o)],
+	}) |
+		some x in doc.shell.commands
+	],
+	"words_listed": sort({k |
+		some k, l in data.termgate.lists
+		some x in doc.shell.commands
+		some o in x.operands
+		holds(k, l, resolve(cwd, o))
+	} | {k | some k in doc.shell.words_listed}),
+})})
+
+resolve(cwd, o) := o if startswith(o, "/")
+
+else := o if startswith(o, "~")
+
+else := cwd if o == "."
+
+else := concat("/", [trim_right(cwd, "/"), o])
+
 # sql_doc builds input.sql as the gateway derives it: the statements, and
 # the sorted set of their classes.
 sql_doc(stmts) := {"dialect": "postgres", "statements": stmts, "classes": sort({k | some s in stmts; some k in s.classes})}

@@ -22,8 +22,13 @@ finding contains {
 	input.shell.dynamic
 	some c in input.shell.commands
 	c.dynamic
-	contains(c.name, "$")
+	computed_name(c.name)
 }
+
+computed_name(n) if contains(n, "$")
+
+# A pattern the shell expands to a file name: /usr/bin/su*o is sudo.
+computed_name(n) if regex.match(`[*?\[]`, n)
 
 # ---- recursive / forced delete ----
 
@@ -37,7 +42,7 @@ finding contains {
 	some c in input.shell.commands
 	c.name in cfg.delete_commands
 	recursive_rm(c)
-	some p in c.operands
+	some p in targets(c)
 	protected(p)
 }
 
@@ -201,11 +206,45 @@ finding contains {
 	"kill" in input.shell.names
 	some c in input.shell.commands
 	c.name == "kill"
-	some a in operands_or_negative(c)
-	a in {"-1", "1", "0"}
+	not kill_lists(c)
+	some a in kill_targets(c)
+	a in {"-1", "1", "0", "-0"}
 }
 
-operands_or_negative(c) := [a | some a in c.args; regex.match(`^-?[0-9]+$`, a)]
+# kill -l and -L list signals, and killall -l; they send none. Only the
+# option itself: the letters of a signal name (-KILL, -SIGALRM) are no
+# list option, and pkill -l kills all the same.
+kill_lists(c) if {
+	c.name == "kill"
+	count(c.args) > 0
+	list_option(c.args[0])
+}
+
+kill_lists(c) if {
+	c.name == "killall"
+	some a in c.args
+	a in {"-l", "--list"}
+}
+
+list_option(a) if a in {"-l", "-L", "--list", "--table"}
+
+list_option(a) if startswith(a, "--list=")
+
+# The processes kill signals: its arguments after the signal (-9, -KILL,
+# -s KILL, -n 9, --signal KILL) and "--". kill -1 %% sends signal 1 to a
+# job; kill -9 -1 sends signal 9 to every process.
+kill_targets(c) := array.slice(c.args, 2, count(c.args)) if {
+	c.args[0] in {"-s", "-n", "--signal"}
+} else := array.slice(c.args, 1, count(c.args)) if {
+	c.args[0] == "--"
+} else := kill_after_signal(array.slice(c.args, 1, count(c.args))) if {
+	startswith(c.args[0], "-")
+	count(c.args) > 1
+} else := c.args
+
+kill_after_signal(rest) := array.slice(rest, 1, count(rest)) if rest[0] == "--"
+
+else := rest
 
 finding contains {
 	"rule": "process.kill_by_name",
@@ -216,6 +255,8 @@ finding contains {
 	"kill_by_name_commands" in input.shell.listed
 	some c in input.shell.commands
 	c.name in cfg.kill_by_name_commands
+	count(c.operands) > 0
+	not kill_lists(c)
 }
 
 finding contains {
@@ -374,6 +415,7 @@ finding contains {
 } if {
 	"sensitive_read_paths" in input.shell.words_listed
 	some c in input.shell.commands
+	not c.name in cfg.listing_commands
 	some a in c.args
 	a in cfg.sensitive_read_paths
 }
@@ -424,6 +466,33 @@ firewall_off(c) if {
 	"--panic-off" in c.args
 }
 
+# A shell line reaches the metadata service when a host its commands
+# name is one (shell.hosts: every spelling of an address read as one, the
+# hosts of URLs, not their paths); code when a host it names is one
+# (code.hosts: its URLs' hosts and its string literals that are
+# addresses, read alike). What other programs are typed (a database
+# client, a REPL the gateway has no analysis for) is matched on its text.
+finding contains {
+	"rule": "net.cloud_metadata",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("reaches the cloud metadata endpoint %s", [h]),
+} if {
+	"metadata_hosts" in input.shell.words_listed
+	some h in input.shell.hosts
+	h in cfg.metadata_hosts
+}
+
+finding contains {
+	"rule": "net.cloud_metadata",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("reaches the cloud metadata endpoint %s", [h]),
+} if {
+	some h in input.code.hosts
+	h in cfg.metadata_hosts
+}
+
 finding contains {
 	"rule": "net.cloud_metadata",
 	"action": "deny",
@@ -431,6 +500,9 @@ finding contains {
 	"reason": sprintf("reaches the cloud metadata endpoint %s", [e]),
 } if {
 	"metadata_substrings" in input.text_listed
+	not "shells" in input.program_listed
+	not input.action in {"start", "exec"}
+	not input.code
 	some e in cfg.metadata_substrings
 	contains(lower(input.text), e)
 }
@@ -452,18 +524,6 @@ finding contains {
 git_destructive(c) if {
 	"reset" in c.args
 	"--hard" in c.args
-}
-
-git_destructive(c) if {
-	"push" in c.args
-	some a in c.args
-	a in {"-f", "--force", "--force-with-lease", "--mirror", "--delete", "-d"}
-}
-
-git_destructive(c) if {
-	"push" in c.args
-	some a in c.args
-	startswith(a, "+")
 }
 
 git_destructive(c) if {
@@ -501,7 +561,12 @@ git_exec_option(a) if startswith(a, "--receive-pack")
 
 git_exec_option(a) if startswith(a, "ext::")
 
-git_exec_option(a) if regex.match(`^(core\.(hooksPath|sshCommand|pager|editor|fsmonitor)|protocol\.ext\.allow)=`, a)
+git_exec_option(a) if startswith(a, "--exec-path=")
+
+# Keys whose value is a command line (core.pager, core.sshCommand,
+# alias.x=!…) are judged as the lines they are; these name a directory of
+# programs, or let any URL run one.
+git_exec_option(a) if regex.match(`(?i)^(core\.(hookspath|fsmonitor)|protocol\.ext\.allow|protocol\.allow)=`, a)
 
 # ---- containers ----
 
@@ -521,6 +586,12 @@ finding contains {
 container_escape_arg(a) if a in {"--privileged", "--pid=host", "--net=host", "--network=host", "--ipc=host", "--userns=host", "-H", "--host"}
 
 container_escape_arg(a) if regex.match(`^(-v|--volume=?)?/(:|var/run/docker\.sock|run/docker\.sock)`, a)
+
+# The engine's socket in a mount (-v /run/podman/podman.sock:/s,
+# --mount type=bind,source=/var/run/docker.sock,…).
+container_escape_arg(a) if regex.match(engine_socket_mount, a)
+
+engine_socket_mount := `(^|[=,:])/(var/)?run/(docker|podman/podman|containerd/containerd|crio/crio|user/[0-9]+/(docker|podman/podman))\.sock`
 
 container_escape_arg(a) if startswith(a, "--cap-add")
 

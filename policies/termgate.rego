@@ -53,7 +53,9 @@ cfg := data.termgate.lists
 # a network program (ssh, psql, git, …) and neither a shell nor an
 # interpreter; a line of several commands, a pipeline, a substitution or
 # a background job gets "default", whichever of its commands is a
-# network program. (So a general shell never gets network or ~/.ssh.)
+# network program. (So a general shell never gets ~/.ssh. Both reach the
+# network only through the gateway's egress proxy, each new destination
+# judged by the connect rules in egress.rego.)
 default profile := "default"
 
 profile := "network" if {
@@ -111,6 +113,10 @@ else := trim_right(p, "/") if endswith(p, "/")
 else := p
 
 protected(p) if clean(p) in cfg.protected_paths
+
+# targets are a command's operands as written and as resolved against its
+# working directory (c.paths): cd /; rm -rf usr removes /usr.
+targets(c) := array.concat(c.operands, object.get(c, "paths", []))
 
 protected(p) if {
 	endswith(p, "/*")
@@ -173,11 +179,12 @@ finding contains f if {
 	some f in write_finding
 }
 
-write_target contains r.target if {
+write_target contains t if {
 	"write_redirects" in input.shell.words_listed
 	some c in input.shell.commands
 	some r in c.redirects
 	r.op in cfg.write_redirects
+	some t in {r.target, object.get(r, "path", r.target)}
 }
 
 write_target contains t if {
@@ -193,7 +200,7 @@ write_target contains t if {
 	c.name in cfg.copy_commands
 	ops := c.operands
 	count(ops) >= 2
-	t := ops[count(ops) - 1]
+	some t in {ops[count(ops) - 1], object.get(c, "paths", ops)[count(ops) - 1]}
 }
 
 write_target contains t if {

@@ -49,6 +49,11 @@ type Code struct {
 	// Incomplete: the code is unfinished (an open block or bracket); the
 	// interpreter runs nothing yet.
 	Incomplete bool `json:"incomplete,omitempty"`
+	// Hosts are the hosts the code names, sorted, each once, in the
+	// canonical spelling of shell.hosts: the host of every URL in its text,
+	// and every string literal that is an IP address (in any spelling) or
+	// a dotted host name. Present only when there is one.
+	Hosts []string `json:"hosts,omitempty"`
 	// Listed names the lists of data.termgate.lists that hold a call's name
 	// or a module ("<list>" in input.code.listed). Derived by the engine on
 	// every decision.
@@ -87,7 +92,7 @@ func (c *Code) finish() {
 		c.Names = addOnce(c.Names, call.Name)
 	}
 	c.Dynamic = len(c.DynamicCalls) > 0
-	for _, l := range []*[]string{&c.Languages, &c.Names, &c.Modules} {
+	for _, l := range []*[]string{&c.Languages, &c.Names, &c.Modules, &c.Hosts} {
 		slices.Sort(*l)
 		*l = slices.Compact(*l)
 	}
@@ -106,6 +111,7 @@ func (c *Code) merge(src *Code) {
 	c.DynamicShell = c.DynamicShell || src.DynamicShell
 	c.ReverseShell = c.ReverseShell || src.ReverseShell
 	c.Incomplete = c.Incomplete || src.Incomplete
+	c.Hosts = append(c.Hosts, src.Hosts...)
 	if c.ParseError == "" {
 		c.ParseError = src.ParseError
 	}
@@ -162,8 +168,14 @@ type derived struct {
 	connects, hands, spawns, pipes bool
 }
 
-func newDerived(lang string, depth int) *derived {
-	return &derived{code: Code{Languages: []string{lang}}, sh: Shell{Embedded: true}, depth: depth, lang: lang}
+// newDerived starts an analysis of code that runs where the shell within
+// runs (nil: nowhere known).
+func newDerived(within *Shell, lang string, depth int) *derived {
+	sh := Shell{Embedded: true}
+	if within != nil {
+		sh.data, sh.cwd = within.data, within.cwd
+	}
+	return &derived{code: Code{Languages: []string{lang}}, sh: sh, depth: depth, lang: lang}
 }
 
 // value is a constant-folded expression: its text, and whether all of it
@@ -419,7 +431,7 @@ func (d *derived) shellLine(v value) {
 		d.code.DynamicShell = true
 	}
 	d.code.ShellCommands = append(d.code.ShellCommands, v.s)
-	sub := Shell{}
+	sub := d.sh.sub()
 	parseNested(&d.sh, &sub, v.s, d.depth+1)
 	mergeFlags(&d.sh, &sub)
 	d.sh.Commands = append(d.sh.Commands, sub.Commands...)
@@ -472,7 +484,7 @@ func (d *derived) result() (Code, Shell) {
 // an interpreter, that is a pipe into it.
 func pipedInto(sh *Shell, cmds []Command) {
 	for _, c := range cmds {
-		if _, reads := readsCode(c); reads {
+		if _, reads := sh.codeReader(c); reads {
 			sh.PipeToInterpreter = true
 		}
 	}

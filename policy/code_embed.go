@@ -34,7 +34,14 @@ func codeLanguage(program string) string {
 // shell commands the code amounts to. A language without an analyser is
 // scanned for the strings it hands to a shell.
 func analyseCode(lang, code string, depth int) (Code, Shell) {
-	d := newDerived(lang, depth)
+	return analyseCodeIn(nil, lang, code, depth)
+}
+
+// analyseCodeIn is analyseCode for code that runs where the shell within
+// runs (nil: nowhere known): the commands it amounts to are parsed with
+// within's bundle data and resolved against its directory.
+func analyseCodeIn(within *Shell, lang, code string, depth int) (Code, Shell) {
+	d := newDerived(within, lang, depth)
 	if depth > maxDepth {
 		d.dynamic("code nested deeper than the gateway follows")
 		return d.result()
@@ -49,13 +56,14 @@ func analyseCode(lang, code string, depth int) (Code, Shell) {
 	default:
 		shellOut(&d.sh, code, depth+1)
 	}
+	d.code.Hosts = append(d.code.Hosts, codeHosts(code)...)
 	return d.result()
 }
 
 // embed analyses code a shell line hands to an interpreter and adds what
 // it finds to sh: the code facts, and the commands the code runs.
 func embed(sh *Shell, lang, code string, depth int) []Command {
-	c, sub := analyseCode(lang, code, depth)
+	c, sub := analyseCodeIn(sh, lang, code, depth)
 	if onlyRunTime(code) {
 		// python3 -c "$CODE", python3 <<EOF $(cat x) EOF: the code itself
 		// is known only when the line runs.

@@ -417,7 +417,7 @@ func joinValues(vs []value) value {
 // analyser analyses JavaScript handed to eval as a constant.
 func (a *jsAnalysis) analyser() func(string) {
 	return func(code string) {
-		sub := newDerived("javascript", a.d.depth+1)
+		sub := newDerived(&a.d.sh, "javascript", a.d.depth+1)
 		analyseJS(sub, code)
 		c, sh := sub.result()
 		a.d.code.merge(&c)

@@ -380,7 +380,13 @@ func olTokens(lang, s string) []olToken {
 			}
 			out = append(out, olToken{kind: 'i', text: s[i:j]})
 			i = j
-		case strings.HasPrefix(s[i:], "=>") || strings.HasPrefix(s[i:], ">>") || strings.HasPrefix(s[i:], "->") || strings.HasPrefix(s[i:], "::"):
+		case lang == "awk" && c == '/' && awkRegexAt(out):
+			// A regular expression (/a|b/), not a division: its | is no pipe.
+			n := awkRegexLen(s[i:])
+			out = append(out, olToken{kind: 'r', text: s[i : i+n]})
+			i += n
+		case strings.HasPrefix(s[i:], "=>") || strings.HasPrefix(s[i:], ">>") || strings.HasPrefix(s[i:], "->") || strings.HasPrefix(s[i:], "::") ||
+			strings.HasPrefix(s[i:], "||") || strings.HasPrefix(s[i:], "&&"):
 			out = append(out, olToken{kind: 'p', text: s[i : i+2]})
 			i += 2
 		default:
@@ -389,6 +395,47 @@ func olTokens(lang, s string) []olToken {
 		}
 	}
 	return out
+}
+
+// awkRegexAt: a / after the tokens so far opens a regular expression,
+// since an operand may start there (the program's start, or after an
+// operator, an opening bracket, a comma or a statement's end); after an
+// operand it divides.
+func awkRegexAt(before []olToken) bool {
+	if len(before) == 0 {
+		return true
+	}
+	t := before[len(before)-1]
+	if t.kind != 'p' {
+		return false
+	}
+	switch t.text {
+	case ")", "]":
+		return false
+	}
+	return true
+}
+
+// awkRegexLen is the length of the regular expression at s[0] == '/', up
+// to its closing / (escapes and bracket expressions skipped), or to the
+// end of the line when it does not close.
+func awkRegexLen(s string) int {
+	inClass := false
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && i+1 < len(s):
+			i++
+		case c == '[':
+			inClass = true
+		case c == ']':
+			inClass = false
+		case c == '/' && !inClass:
+			return i + 1
+		case c == '\n':
+			return i
+		}
+	}
+	return len(s)
 }
 
 func olIdentChar(c byte) bool {

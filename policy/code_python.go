@@ -658,7 +658,7 @@ func (a *pyAnalysis) callNode(n *ts.Node) {
 	}
 	if kind == sinkEval {
 		opts.analyse = func(code string) {
-			sub := newDerived("python", a.d.depth+1)
+			sub := newDerived(&a.d.sh, "python", a.d.depth+1)
 			analysePython(sub, code)
 			c, sh := sub.result()
 			a.d.code.merge(&c)

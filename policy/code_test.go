@@ -172,3 +172,24 @@ func TestCodeAndSQLDocumentsWithNulls(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeHosts: the hosts code names are its URLs' hosts and its string
+// literals that are addresses or dotted names, canonical; a literal is
+// found between two equal quotes whatever an apostrophe elsewhere opened.
+func TestCodeHosts(t *testing.T) {
+	for _, tc := range []struct{ code, want string }{
+		{`urlopen("http://2852039166/x")`, "169.254.169.254"},
+		{`connect(("0251.0376.0251.0376", 80))`, "169.254.169.254"},
+		{"# it's\nconnect(('169.254.169.254', 80))", "169.254.169.254"},
+		{`fetch("http://[::ffff:a9fe:a9fe]/")`, "169.254.169.254"},
+		{`get({host: "Metadata.Google.Internal."})`, "metadata.google.internal"},
+		{`print("see 169.254.169.254")`, ""},
+		{`get("https://example.org/169.254.169.254")`, "example.org"},
+		{`d["metadata"]; port = "80"; v = "3"`, ""},
+		{`'unterminated 169.254.169.254`, ""},
+	} {
+		if got := strings.Join(codeHosts(tc.code), " "); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.code, got, tc.want)
+		}
+	}
+}

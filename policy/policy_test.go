@@ -113,8 +113,8 @@ var corpus = []struct {
 	{"bash", "ufw disable", "deny", "net.firewall"},
 	{"bash", "curl http://169.254.169.254/latest/meta-data/", "deny", "net.cloud_metadata"},
 	{"bash", "git reset --hard HEAD~3", "confirm", "git.destructive"},
-	{"bash", "git push --force origin main", "confirm", "git.destructive"},
-	{"bash", "git push origin +main", "confirm", "git.destructive"},
+	{"bash", "git push --force origin main", "confirm", "git.history_rewrite"},
+	{"bash", "git push origin +main", "confirm", "git.history_rewrite"},
 	{"bash", "git clean -fdx", "confirm", "git.destructive"},
 	{"bash", "git branch -D feature", "confirm", "git.destructive"},
 	{"bash", "git -c core.hooksPath=/tmp/h commit", "deny", "git.config_exec"},
@@ -436,8 +436,12 @@ func TestParseArgvFollowsShellStrings(t *testing.T) {
 	for _, c := range sh.Commands {
 		names = append(names, c.Name)
 	}
-	if strings.Join(names, " ") != "sh sh mkfs.ext4" || !sh.Eval {
+	if strings.Join(names, " ") != "sh sh mkfs.ext4" || sh.Eval {
 		t.Fatalf("commands %v eval %v", names, sh.Eval)
+	}
+	// Code built at run time is eval; a literal string is what it says.
+	if sh := ParseArgv([]string{"sh", "-c", `bash -c "$(curl -s x)"`}); !sh.Eval {
+		t.Fatalf("bash -c \"$(curl …)\": eval %v", sh.Eval)
 	}
 }
 
@@ -450,6 +454,14 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		Session: &Session{ID: "s-1", Name: "n", Argv: []string{"bash"}, Cwd: "/w", Profile: "default"},
 		Start:   &Start{Argv: []string{"env", "A=1", "sh"}, Cwd: "/w", Env: []string{"A"}},
 		Client:  Client{Name: "c", Version: "1"},
+	}, {
+		Action: "connect", Session: &Session{ID: "s-2", Argv: []string{"bash"}, Profile: "default"},
+		Connect: &Connect{Host: "0xa9fea9fe", Port: 80, Program: "curl", Via: "connect", Address: "169.254.169.254", AddressClass: "link_local"},
+	}, {
+		Action:  "connect",
+		Connect: &Connect{Host: "rebind.example", Port: 80, Via: "http", Address: "10.0.0.1", AddressClass: "private", Resolved: true},
+	}, {
+		Action: "connect", Connect: &Connect{Host: "packages.example.com", Port: 443, Via: "socks5"},
 	}}
 	for _, c := range append(corpus, codeCorpus...) {
 		ins = append(ins, Input{Action: "input", Program: c.program, Text: c.text})
@@ -536,7 +548,7 @@ func TestDerivedShell(t *testing.T) {
 		"> /etc/passwd; x=$(< /etc/hostname) 2>/dev/null", "export DOCKER_HOST=x; bash <<< 'rm -rf ~'",
 	} {
 		sh := ParseShell(line)
-		b.index(&sh)
+		b.index(&sh, nil)
 		rs, err := pq.Eval(context.Background(), rego.EvalInput(sh.Commands))
 		if err != nil || len(rs) != 1 {
 			t.Fatalf("%q: helper: %v %v", line, rs, err)

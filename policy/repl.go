@@ -10,11 +10,16 @@ import (
 // program that is not a shell: the code a REPL runs, the SQL a database
 // client runs, the shell lines an interactive program's escapes run (vim's
 // :!, less's !, gdb's shell, IPython's !). What none of these knows is
-// scanned for strings handed to a shell, as before.
-func (in *Input) prepareProgram(p *syntax.Parser) {
+// scanned for strings handed to a shell, as before. Every line found is
+// parsed with the bundle's shell data, from the program's directory cwd.
+func (in *Input) prepareProgram(p *syntax.Parser, data *shellData, cwd string) {
+	if data == nil {
+		data = defaultShellData()
+	}
+	within := &Shell{data: data, cwd: cwd} // where the program's commands run
 	prog := in.Program
 	if line, piped, ok := shellEscape(prog, in.Text); ok {
-		sh := parseShell(line, p)
+		sh := parseShell(line, p, data, cwd)
 		sh.Embedded = true
 		if piped {
 			pipedInto(&sh, sh.Commands)
@@ -41,7 +46,7 @@ func (in *Input) prepareProgram(p *syntax.Parser) {
 				return
 			}
 		}
-		c, sh := analyseCode(lang, code, 1)
+		c, sh := analyseCodeIn(within, lang, code, 1)
 		in.Code = &c
 		if len(sh.Commands) > 0 || sh.ParseError != "" || sh.Eval {
 			in.Shell = &sh
@@ -49,14 +54,14 @@ func (in *Input) prepareProgram(p *syntax.Parser) {
 		return
 	}
 	if d := sqlDialect(prog); d != "" {
-		q, sh := ParseSQL(d, in.Text)
+		q, sh := parseSQL(within, d, in.Text)
 		in.SQL = &q
 		if sh != nil {
 			in.Shell = sh
 		}
 		return
 	}
-	if sh, ok := ParseShellOut(in.Text); ok {
+	if sh, ok := parseShellOut(in.Text, data, cwd); ok {
 		in.Shell = &sh
 	}
 }

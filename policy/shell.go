@@ -69,6 +69,23 @@ type Shell struct {
 	// Dynamic: some command's name or argument is computed at run time
 	// (one of Commands is Dynamic). Derived like Names.
 	Dynamic bool `json:"dynamic,omitempty"`
+	// Hosts are the hosts the line's commands name, each in one canonical
+	// spelling: the host of every URL in an argument, the bare host
+	// arguments of network clients (data.termgate.lists.network_clients),
+	// and /dev/tcp/HOST/… redirections. An IP address reads as dotted
+	// decimal (2852039166, 0xa9fea9fe, 0251.0376.0251.0376 and
+	// ::ffff:169.254.169.254 are all 169.254.169.254), an IPv6 address in
+	// its compressed form, a name in lower case without a final dot.
+	// Derived by the engine; the lists that hold one are in WordsListed.
+	Hosts []string `json:"hosts,omitempty"`
+	// GatewayRefs are the paths the line's commands name (operands,
+	// NAME=value and --opt=value arguments, redirections), resolved against
+	// their working directory, that are or lie under one of the gateway's
+	// own paths (input.gateway.paths). Derived by the engine.
+	GatewayRefs []string `json:"gateway_refs,omitempty"`
+
+	data *shellData // the runners and options the analysis follows
+	cwd  string     // the directory the next command runs in; "" unknown
 	// code gathers what the code the line hands to interpreters does
 	// (python3 -c, node -e, a here-document fed to python3): the engine
 	// makes it the input's code document.
@@ -94,6 +111,17 @@ type Command struct {
 	// "--" included.
 	Flags    []string `json:"flags"`
 	Operands []string `json:"operands"`
+	// Cwd is the directory the command runs in when it is known: the
+	// foreground program's (input.cwd), then what each cd of the line
+	// before it made it ("~" for the home directory). Paths are the
+	// operands resolved against it, lexically (.. and . removed), a path
+	// under the home directory written ~/…; an operand that cannot be
+	// resolved (relative, with no Cwd known; computed at run time) is
+	// itself. A resolved path that is a symbolic link written with a
+	// trailing slash (rm -rf link/) is the link's target, which is what
+	// the program acts on. Derived by the engine.
+	Cwd   string   `json:"cwd,omitempty"`
+	Paths []string `json:"paths"`
 }
 
 // deriveArgs fills c.Flags and c.Operands from c.Args.
@@ -136,6 +164,9 @@ func addOnce(set []string, v string) []string {
 type Redirect struct {
 	Op     string `json:"op"` // >, >>, <, <<, &>, …
 	Target string `json:"target"`
+	// Path is the target resolved as a command's paths are, when that
+	// differs from Target. Derived by the engine.
+	Path string `json:"path,omitempty"`
 }
 
 // fill gives a shell's lists that are nil (null in a document a caller
@@ -189,33 +220,49 @@ func IsShell(name string) bool { return shellNames[name] }
 
 const maxDepth = 4 // sh -c 'sh -c "…"' nesting followed before giving up (and flagging)
 
-var ifsRe = regexp.MustCompile(`\$\{IFS\}|\$IFS\b`)
-
-// normalize undoes the tricks that make a line read differently to a
-// regex than to a shell: fullwidth forms (ｒｍ), zero-width characters, and
-// $IFS used as a space.
-func normalize(line string) (string, bool) {
+// fold is how the analysis compares names and paths: Unicode
+// compatibility forms folded (NFKC: ｒｍ is rm, ／ is /) and zero-width and
+// soft-hyphen characters removed. It is applied to the words a command
+// gets, never to the line before it is parsed: bash reads ＃, ＂ and ＼ as
+// plain letters, not as a comment, a quote or an escape, and so must the
+// analysis.
+func fold(s string) (string, bool) {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s, false
+	}
 	out := strings.Map(func(r rune) rune {
 		switch r {
 		case '\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u00ad':
 			return -1
 		}
 		return r
-	}, line)
+	}, s)
 	out = norm.NFKC.String(out)
-	out = ifsRe.ReplaceAllString(out, " ")
-	return out, out != line
+	return out, out != s
 }
 
-// ParseShell analyses a shell line.
-func ParseShell(line string) Shell { return parseShell(line, nil) }
+// normalize folds REPL code before its shell-outs are looked for.
+func normalize(code string) (string, bool) { return fold(code) }
 
-// parseShell is ParseShell with a parser to reuse (nil: a new one).
-func parseShell(line string, p *syntax.Parser) Shell {
-	var sh Shell
-	norm, changed := normalize(line)
-	sh.Normalized = changed
-	parseInto(&sh, norm, 0, p)
+// ParseShell analyses a shell line with the default bundle's data.
+func ParseShell(line string) Shell { return parseShell(line, nil, nil, "") }
+
+// parseShell is ParseShell with a parser to reuse (nil: a new one), the
+// bundle's shell data (nil: the default bundle's), and the directory the
+// line starts in ("" unknown).
+func parseShell(line string, p *syntax.Parser, data *shellData, cwd string) Shell {
+	if data == nil {
+		data = defaultShellData()
+	}
+	sh := Shell{data: data, cwd: cwd}
+	parseInto(&sh, line, 0, p)
 	if sh.Commands == nil {
 		sh.Commands = []Command{}
 	}
@@ -225,10 +272,19 @@ func parseShell(line string, p *syntax.Parser) Shell {
 	return sh
 }
 
+// sub is an empty analysis for a line nested in sh's (sh -c, eval, a
+// here-document), with sh's data and directory.
+func (sh *Shell) sub() Shell { return Shell{data: sh.data, cwd: sh.cwd} }
+
 // ParseArgv analyses a command given as an argv (a session start): no
 // shell parses it, but wrappers and sh -c strings are followed as usual.
-func ParseArgv(argv []string) Shell {
-	sh := Shell{}
+func ParseArgv(argv []string) Shell { return parseArgv(argv, nil, "") }
+
+func parseArgv(argv []string, data *shellData, cwd string) Shell {
+	if data == nil {
+		data = defaultShellData()
+	}
+	sh := Shell{data: data, cwd: cwd}
 	if len(argv) > 0 {
 		sh.Commands = finish(Command{Name: argv[0], Args: append([]string{}, argv[1:]...)}, &sh, 0)
 	}
@@ -354,6 +410,7 @@ func (w *walker) command(cmd syntax.Command) {
 		}
 	case *syntax.Subshell:
 		if c != nil {
+			defer w.keepCwd()()
 			w.stmts(c.Stmts)
 		}
 	case *syntax.IfClause:
@@ -447,6 +504,13 @@ func (w *walker) loop(l syntax.Loop) {
 	}
 }
 
+// keepCwd saves the shell's directory and returns what restores it: a cd
+// in a subshell, a substitution or a pipeline stage stays there.
+func (w *walker) keepCwd() func() {
+	saved := w.sh.cwd
+	return func() { w.sh.cwd = saved }
+}
+
 // unknown marks a line holding a node kind the walker does not know.
 func (w *walker) unknown(n syntax.Node) {
 	if w.sh.ParseError == "" {
@@ -500,13 +564,17 @@ func (w *walker) part(p syntax.WordPart) {
 	case *syntax.CmdSubst:
 		if p != nil {
 			w.sh.Substitutions = true
+			restore := w.keepCwd()
 			w.stmts(p.Stmts)
+			restore()
 		}
 	case *syntax.ProcSubst:
 		if p != nil {
 			w.sh.Substitutions = true
 			w.sh.ProcessSubstitution = true
+			restore := w.keepCwd()
 			w.stmts(p.Stmts)
+			restore()
 		}
 	case *syntax.ArithmExp:
 		if p != nil {
@@ -582,6 +650,11 @@ func (w *walker) assign(a *syntax.Assign, cmd *Command) {
 	}
 	w.arithm(a.Index)
 	w.word(a.Value)
+	if a.Name != nil && a.Value != nil && w.sh.rt().commandEnv[a.Name.Value] {
+		v, _ := w.wordValue(a.Value)
+		w.commandLine(strings.TrimLeft(v, "| "), "$"+a.Name.Value) // LESSOPEN='|cmd %s'
+
+	}
 	if a.Array != nil {
 		for _, e := range a.Array.Elems {
 			if e != nil {
@@ -601,19 +674,52 @@ func (w *walker) call(assigns []*syntax.Assign, args []*syntax.Word, redirs []*s
 	for _, a := range assigns {
 		w.assign(a, &cmd)
 	}
+	var words []string
 	for i, word := range args {
 		w.word(word)
-		v, static := w.wordValue(word)
-		if !static {
-			cmd.Dynamic = true
+		fs, static := w.fields(word)
+		if !static || i == 0 && globbed(word) {
+			cmd.Dynamic = true // a name the shell expands to a file's is computed too
 		}
-		if i == 0 {
-			cmd.Name = v
-		} else {
-			cmd.Args = append(cmd.Args, v)
-		}
+		words = append(words, fs...)
+	}
+	if len(words) > 0 {
+		cmd.Name, cmd.Args = words[0], words[1:]
 	}
 	w.emit(cmd, redirs)
+}
+
+// globbed: an unquoted part of word holds a pattern character, which the
+// shell expands to the names of files (/usr/bin/su*o runs sudo).
+func globbed(word *syntax.Word) bool {
+	if len(word.Parts) == 1 {
+		if l, ok := word.Parts[0].(*syntax.Lit); ok && l != nil && l.Value == "[" {
+			return false // the test command
+		}
+	}
+	for _, p := range word.Parts {
+		if l, ok := p.(*syntax.Lit); ok && l != nil && strings.ContainsAny(unescapedGlob(l.Value), "*?[") {
+			return true
+		}
+	}
+	return false
+}
+
+// unescapedGlob drops the characters a backslash escapes: r\* is no
+// pattern.
+func unescapedGlob(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			i++
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // decl adds a declaration (declare, local, export, readonly, typeset,
@@ -718,7 +824,7 @@ func (w *walker) fed(cmds []Command, redirs []*syntax.Redirect) {
 				w.sh.Commands = append(w.sh.Commands, embedSQL(w.sh, d, b)...)
 			}
 		}
-		shell, ok := readsCode(c)
+		shell, ok := w.sh.codeReader(c)
 		if !ok {
 			continue
 		}
@@ -727,7 +833,7 @@ func (w *walker) fed(cmds []Command, redirs []*syntax.Redirect) {
 			continue
 		}
 		for _, b := range bodies {
-			sub := Shell{}
+			sub := w.sh.sub()
 			switch lang := codeLanguage(c.Name); {
 			case shell:
 				parseInto(&sub, b, w.depth+1, nil)
@@ -795,6 +901,28 @@ func readsCode(c Command) (shell, ok bool) {
 	return false, false
 }
 
+// codeReader is readsCode, and the runners that read the commands they
+// run from their standard input (at, batch), and make reading its
+// makefile there (make -f -): whatever feeds c's standard input, a pipe, a
+// here-document or a program's output (awk's print | "cmd", vim's :w
+// !cmd), is code to them.
+func (sh *Shell) codeReader(c Command) (shell, ok bool) {
+	if shell, ok := readsCode(c); ok {
+		return shell, ok
+	}
+	if sh.rt().runners[c.Name].stdin {
+		return true, true
+	}
+	if c.Name == "make" || c.Name == "gmake" {
+		for i, a := range c.Args {
+			if (a == "-f" || a == "--file" || a == "--makefile") && i+1 < len(c.Args) && (c.Args[i+1] == "-" || isStdinPath(c.Args[i+1])) {
+				return false, true
+			}
+		}
+	}
+	return false, false
+}
+
 func isStdinPath(p string) bool {
 	switch p {
 	case "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0":
@@ -839,9 +967,11 @@ func (w *walker) pipeline(c *syntax.BinaryCmd) {
 	decoded := false
 	for i, s := range stages {
 		before := len(w.sh.Commands)
+		restore := w.keepCwd() // each stage runs in a subshell of its own
 		w.stmt(s)
+		restore()
 		for _, cmd := range w.sh.Commands[before:] {
-			if _, reads := readsCode(cmd); i > 0 && reads {
+			if _, reads := w.sh.codeReader(cmd); i > 0 && reads {
 				w.sh.PipeToInterpreter = true
 				if decoded {
 					w.sh.DecodeToInterpreter = true
@@ -924,7 +1054,9 @@ func (w *walker) wordValue(word *syntax.Word) (string, bool) {
 				b.WriteString(unescape(p.Value))
 			}
 		case *syntax.SglQuoted:
-			if p != nil {
+			if p != nil && p.Dollar {
+				b.WriteString(ansiC(p.Value))
+			} else if p != nil {
 				b.WriteString(p.Value)
 			}
 		case *syntax.DblQuoted:
@@ -988,6 +1120,12 @@ func unescape(s string) string {
 // other commands, returning the wrapper and what it runs.
 func finish(c Command, sh *Shell, depth int) []Command {
 	c.Path = ""
+	if n, folded := fold(c.Name); folded {
+		c.Name, sh.Normalized = n, true
+	}
+	if c.Cwd == "" {
+		c.Cwd = sh.cwd
+	}
 	if strings.Contains(c.Name, "/") {
 		c.Path = c.Name
 		c.Name = path.Base(c.Name)
@@ -1004,57 +1142,143 @@ func finish(c Command, sh *Shell, depth int) []Command {
 	if c.Assigns == nil {
 		c.Assigns = []string{}
 	}
-	out := []Command{c}
+	// What the command runs is read from its arguments as the program gets
+	// them; what the policy compares is folded.
 	inner, ok, nested := unwrap(c, sh, depth)
-	out = append(out, nested...)
+	writes, runs := programOptions(c, sh, depth, ok || len(nested) > 0)
+	nested = append(nested, runs...)
+	shown := c
+	for i, a := range c.Args {
+		if f, folded := fold(a); folded {
+			if i == 0 || &shown.Args[0] == &c.Args[0] {
+				shown.Args = slices.Clone(c.Args)
+			}
+			shown.Args[i], sh.Normalized = f, true
+		}
+	}
+	if len(writes) > 0 {
+		shown.Redirects = append(slices.Clip(c.Redirects), writes...)
+	}
+	out := append([]Command{shown}, nested...)
 	if ok && inner.Name != "" {
 		inner.Wrappers = append(append([]string{}, c.Wrappers...), c.Name)
 		inner.Dynamic = inner.Dynamic || c.Dynamic
+		inner.Cwd = c.Cwd
 		out = append(out, finish(inner, sh, depth)...)
+	}
+	if c.Name == "cd" || c.Name == "pushd" {
+		sh.cwd = chdir(sh.cwd, c)
 	}
 	return out
 }
 
-// parseNested parses into sub a line that a command of sh hands to a
-// shell (sh -c, eval), normalised as a typed line is: an argv at session
-// start reaches here without having been.
-func parseNested(sh, sub *Shell, line string, depth int) {
-	norm, changed := normalize(line)
-	sh.Normalized = sh.Normalized || changed
-	parseInto(sub, norm, depth, nil)
+// chdir is the directory cd (or pushd) leaves the shell in, as far as the
+// line tells: "~" for the home directory, "" when unknown (cd -, a
+// directory computed at run time, a relative one from an unknown place).
+func chdir(cwd string, c Command) string {
+	if c.Dynamic {
+		return ""
+	}
+	var dir string
+	for _, a := range c.Args {
+		if strings.HasPrefix(a, "-") && a != "-" {
+			continue
+		}
+		dir = a
+		break
+	}
+	switch dir {
+	case "", "~", "$HOME", "${HOME}":
+		return "~"
+	case "-":
+		return ""
+	}
+	return resolvePath(cwd, dir)
 }
 
-// wrapperOpts lists, per wrapper, the options that take a value.
-var wrapperOpts = map[string]string{
-	"sudo":     "-u -g -h -p -C -D -R -T -U -r -t --user --group --host --prompt --chdir",
-	"doas":     "-u -C",
-	"env":      "-u -C -S --unset --chdir --split-string",
-	"nice":     "-n --adjustment",
-	"nohup":    "",
-	"timeout":  "-k -s --kill-after --signal",
-	"stdbuf":   "-i -o -e --input --output --error",
-	"ionice":   "-c -n -p -t --class --classdata",
-	"taskset":  "",
-	"setsid":   "",
-	"time":     "-f -o --format --output",
-	"command":  "",
-	"exec":     "-a",
-	"xargs":    "-a -d -E -e -I -i -L -l -n -P -s --arg-file --delimiter --eof --replace --max-lines --max-args --max-procs --max-chars",
-	"chroot":   "--userspec --groups",
-	"flock":    "-w -E --timeout --conflict-exit-code",
-	"unshare":  "",
-	"watch":    "-n -d --interval",
-	"script":   "-c --command -O -I -B -T",
-	"builtin":  "",
-	"strace":   "-e -o -p -s -u",
-	"ltrace":   "-e -o -p -s -u",
-	"unbuffer": "",
-	"firejail": "",
-	"runuser":  "-u -g -G --user --group",
+// resolvePath resolves p against the directory cwd lexically: an
+// absolute path cleaned, ~/… and $HOME/… as ~/…, a relative path joined
+// to cwd ("" when cwd is unknown, or when .. leaves ~ upwards).
+func resolvePath(cwd, p string) string {
+	switch {
+	case p == "":
+		return ""
+	case strings.HasPrefix(p, "/"):
+		return path.Clean(p)
+	}
+	for _, home := range []string{"~", "$HOME", "${HOME}"} {
+		if p == home {
+			return "~"
+		}
+		if rest, ok := strings.CutPrefix(p, home+"/"); ok {
+			return homeJoin(rest)
+		}
+	}
+	if strings.HasPrefix(p, "~") || strings.HasPrefix(p, "$") || cwd == "" {
+		return "" // ~user, a variable, or relative to an unknown place
+	}
+	if cwd == "~" {
+		return homeJoin(p)
+	}
+	if rest, ok := strings.CutPrefix(cwd, "~/"); ok {
+		return homeJoin(rest + "/" + p)
+	}
+	return path.Join(cwd, p)
+}
+
+// homeJoin is ~/rest cleaned, or "" when rest climbs out of ~.
+func homeJoin(rest string) string {
+	if r := path.Clean(rest); r == ".." || strings.HasPrefix(r, "../") {
+		return ""
+	}
+	c := path.Clean("/" + rest)
+	if c == "/" {
+		return "~"
+	}
+	return "~" + c
+}
+
+// parseNested parses into sub a line that a command of sh hands to a
+// shell (sh -c, eval), as the shell will: its bytes as they are.
+func parseNested(sh, sub *Shell, line string, depth int) {
+	parseInto(sub, line, depth, nil)
+}
+
+// rt is the shell data the analysis follows: the bundle's, or the
+// default bundle's for a Shell made without one.
+func (sh *Shell) rt() *shellData {
+	if sh.data == nil {
+		sh.data = defaultShellData()
+	}
+	return sh.data
+}
+
+// runLine parses line, which a program of sh runs as a shell line (an
+// option's value, a variable's, a runner's words), and returns its
+// commands, each marked as run by via.
+func runLine(sh *Shell, line string, depth int, via string) []Command {
+	if strings.TrimSpace(line) == "" {
+		return nil
+	}
+	sub := sh.sub()
+	parseNested(sh, &sub, line, depth+1)
+	mergeFlags(sh, &sub)
+	for i := range sub.Commands {
+		sub.Commands[i].Wrappers = append([]string{via}, sub.Commands[i].Wrappers...)
+	}
+	return sub.Commands
+}
+
+// commandLine adds the commands of a line some program runs (a variable's
+// value such as GIT_PAGER) to the walker's shell.
+func (w *walker) commandLine(line, via string) {
+	w.sh.Commands = append(w.sh.Commands, runLine(w.sh, line, w.depth, via)...)
 }
 
 // unwrap returns the command a wrapper runs (ok), and the commands of a
-// string it hands to a shell (sh -c, eval), which are parsed here.
+// string it hands to a shell (sh -c, eval), which are parsed here. The
+// runners (data.termgate.runners) are followed as their data says; sh,
+// eval, env, busybox and find, whose syntax no such data describes, here.
 func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 	args := c.Args
 	if lang, code, ok := codeArg(c); ok {
@@ -1072,8 +1296,9 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 		for i, a := range args {
 			if a == "-c" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
 				if i+1 < len(args) {
-					sh.Eval = true
-					sub := Shell{}
+					// Code built at run time: bash -c "$(curl …)".
+					sh.Eval = sh.Eval || c.Dynamic
+					sub := sh.sub()
 					parseNested(sh, &sub, args[i+1], depth+1)
 					mergeFlags(sh, &sub)
 					return Command{}, false, sub.Commands
@@ -1086,49 +1311,53 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 		}
 		return Command{}, false, nil
 	case "eval":
-		sh.Eval = true
-		sub := Shell{}
+		sh.Eval = sh.Eval || c.Dynamic
+		sub := sh.sub()
 		parseNested(sh, &sub, strings.Join(args, " "), depth+1)
 		mergeFlags(sh, &sub)
 		return Command{}, false, sub.Commands
 	case "find":
-		inner, ok := unwrapFind(c)
-		return inner, ok, nil
-	case "busybox":
+		return unwrapFind(c)
+	case "busybox", "toybox":
 		if len(args) > 0 {
 			return Command{Name: args[0], Args: args[1:], Dynamic: c.Dynamic}, true, nil
 		}
 		return Command{}, false, nil
+	case "env":
+		return unwrapEnv(c, sh, depth)
 	}
-	opts, isWrapper := wrapperOpts[c.Name]
-	if !isWrapper {
+	r, isRunner := sh.rt().runners[c.Name]
+	if !isRunner {
 		return Command{}, false, nil
 	}
-	takesValue := map[string]bool{}
-	for _, o := range strings.Fields(opts) {
-		takesValue[o] = true
+	i := skipOptions(args, 0, r.options)
+	if len(r.subcommands) > 0 {
+		if i >= len(args) || !slices.Contains(r.subcommands, args[i]) {
+			return Command{}, false, nil
+		}
+		i = skipOptions(args, i+1, r.options)
 	}
-	i := 0
+	i += r.skip
+	if i >= len(args) {
+		return Command{}, false, nil
+	}
+	if r.line {
+		return Command{}, false, runLine(sh, strings.Join(args[i:], " "), depth, c.Name)
+	}
+	return Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic}, true, nil
+}
+
+// skipOptions returns the index of the first argument from i on that is
+// not an option (or the one after "--"); takesValue names the options
+// whose value is the next argument (or follows "=").
+func skipOptions(args []string, i int, takesValue map[string]bool) int {
 	for i < len(args) {
 		a := args[i]
 		if a == "--" {
-			i++
-			break
-		}
-		if c.Name == "env" && strings.Contains(a, "=") && !strings.HasPrefix(a, "-") {
-			i++
-			continue
-		}
-		if c.Name == "env" && (a == "-S" || a == "--split-string") && i+1 < len(args) {
-			f := strings.Fields(args[i+1])
-			rest := append(f, args[i+2:]...)
-			if len(rest) == 0 {
-				return Command{}, false, nil
-			}
-			return Command{Name: rest[0], Args: rest[1:], Dynamic: c.Dynamic}, true, nil
+			return i + 1
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
-			break
+			return i
 		}
 		if name, _, hasEq := strings.Cut(a, "="); hasEq && takesValue[name] {
 			i++
@@ -1140,21 +1369,68 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 		}
 		i++
 	}
-	switch c.Name {
-	case "timeout":
-		i++ // the duration
-	case "taskset", "chroot", "flock":
-		i++ // the mask, the new root, the lock file
-	}
-	if i >= len(args) {
-		return Command{}, false, nil
-	}
-	return Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic}, true, nil
+	return i
 }
 
-// unwrapFind returns the command find -exec runs, with {} replaced by the
-// paths find starts from: `find / -exec rm -rf {} ;` removes under /.
-func unwrapFind(c Command) (Command, bool) {
+var envOpts = map[string]bool{"-u": true, "-C": true, "--unset": true, "--chdir": true}
+
+// unwrapEnv follows env [-i] [-u NAME] [NAME=value]… CMD, and env -S
+// "CMD ARGS", judging the values of the variables that run commands.
+func unwrapEnv(c Command, sh *Shell, depth int) (Command, bool, []Command) {
+	args := c.Args
+	var nested []Command
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		switch {
+		case a == "--":
+			i++
+		case (a == "-S" || a == "--split-string") && i+1 < len(args):
+			rest := append(strings.Fields(args[i+1]), args[i+2:]...)
+			if len(rest) == 0 {
+				return Command{}, false, nested
+			}
+			return Command{Name: rest[0], Args: rest[1:], Dynamic: c.Dynamic}, true, nested
+		case strings.HasPrefix(a, "-") && a != "-":
+			if name, _, hasEq := strings.Cut(a, "="); hasEq && envOpts[name] || !envOpts[a] {
+				i++
+			} else {
+				i += 2
+			}
+			continue
+		case strings.Contains(a, "="):
+			name, value, _ := strings.Cut(a, "=")
+			if sh.rt().commandEnv[name] {
+				nested = append(nested, runLine(sh, strings.TrimLeft(value, "| "), depth, "$"+name)...)
+			}
+			i++
+			continue
+		}
+		break
+	}
+	if i >= len(args) {
+		return Command{}, false, nested
+	}
+	return Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic}, true, nested
+}
+
+// findNarrowing are find's tests that choose some files only: with one,
+// -delete or -exec rm removes what matched, not the whole tree.
+var findNarrowing = map[string]bool{
+	"-name": true, "-iname": true, "-path": true, "-ipath": true, "-wholename": true, "-iwholename": true,
+	"-regex": true, "-iregex": true, "-newer": true, "-mtime": true, "-mmin": true, "-atime": true, "-amin": true,
+	"-ctime": true, "-cmin": true, "-size": true, "-empty": true, "-user": true, "-group": true, "-perm": true,
+	"-inum": true, "-samefile": true, "-links": true, "-lname": true, "-ilname": true, "-uid": true, "-gid": true,
+	"-nouser": true, "-nogroup": true, "-newermt": true, "-used": true,
+}
+
+// unwrapFind returns what find runs: the command of -exec, -execdir, -ok
+// or -okdir, with {} replaced by the paths find starts from (find / -exec
+// rm -rf {} \; removes under /; an rm it runs is an rm -r, since find
+// walks the whole tree), and for -delete an rm -r of them. When a
+// test narrows what find matches (-name '*.o', -mtime +7), {} is a path
+// under each start (START/{}), which no rule takes for the start itself.
+func unwrapFind(c Command) (Command, bool, []Command) {
 	var roots []string
 	for _, a := range c.Args {
 		if strings.HasPrefix(a, "-") || a == "(" || a == "!" {
@@ -1162,8 +1438,21 @@ func unwrapFind(c Command) (Command, bool) {
 		}
 		roots = append(roots, a)
 	}
+	narrow := false
+	for i, a := range c.Args {
+		if findNarrowing[a] && !(i+1 < len(c.Args) && c.Args[i+1] == "*") {
+			narrow = true
+		}
+	}
 	if len(roots) == 0 {
 		roots = []string{"."}
+	}
+	matched := roots
+	if narrow {
+		matched = make([]string, len(roots))
+		for i, r := range roots {
+			matched[i] = strings.TrimSuffix(r, "/") + "/{}"
+		}
 	}
 	for i, a := range c.Args {
 		switch a {
@@ -1174,17 +1463,24 @@ func unwrapFind(c Command) (Command, bool) {
 					break
 				}
 				if b == "{}" {
-					inner = append(inner, roots...)
+					inner = append(inner, matched...)
 					continue
 				}
 				inner = append(inner, b)
 			}
 			if len(inner) > 0 {
-				return Command{Name: inner[0], Args: inner[1:], Dynamic: c.Dynamic}, true
+				args := inner[1:]
+				if path.Base(inner[0]) == "rm" && !slices.Contains(args, "-r") {
+					// find removes file by file, but the whole tree.
+					args = append([]string{"-r"}, args...)
+				}
+				return Command{Name: inner[0], Args: args, Dynamic: c.Dynamic}, true, nil
 			}
+		case "-delete":
+			return Command{Name: "rm", Args: append([]string{"-r"}, matched...), Dynamic: c.Dynamic}, true, nil
 		}
 	}
-	return Command{}, false
+	return Command{}, false, nil
 }
 
 func mergeFlags(dst, src *Shell) {
@@ -1227,8 +1523,15 @@ var strLitRe = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|` + "
 // ParseShellOut finds shell commands that code typed into a REPL passes to
 // a shell, and analyses them as shell lines. ok is false when the code has
 // no such call.
-func ParseShellOut(code string) (Shell, bool) {
-	sh := Shell{Embedded: true}
+func ParseShellOut(code string) (Shell, bool) { return parseShellOut(code, nil, "") }
+
+// parseShellOut is ParseShellOut with the bundle's shell data (nil: the
+// default bundle's) and the directory the program runs in ("" unknown).
+func parseShellOut(code string, data *shellData, cwd string) (Shell, bool) {
+	if data == nil {
+		data = defaultShellData()
+	}
+	sh := Shell{Embedded: true, data: data, cwd: cwd}
 	if !shellOut(&sh, code, 1) {
 		return Shell{}, false
 	}

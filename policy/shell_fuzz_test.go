@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -40,6 +41,8 @@ func FuzzShellAnalysis(f *testing.F) {
 		"bash <<< 'rm -rf ~'", "python3 <<EOF\nimport os; os.system('rm -rf /')\nEOF", "{ cat k; } >> ~/.ssh/authorized_keys",
 		"echo x >& /etc/passwd", "export DOCKER_HOST=tcp://x", "$(( ))", "for i; do :; done", "${x[$(id)]}", "echo ${x/$(a)/$(b)}",
 		"f() { f | f & }; f", "exec 3<> /dev/sda", "cat <<-'EOF' >> ~/.bashrc\n\tx\n\tEOF", `x\`, "sh -c 'rm${IFS}-rf${IFS}/'",
+		"echo ＂ ; rm -rf ~ ＂", "{rm,-rf,~}", "$'\\x72m' -rf ~", "echo {1..99999999}", "tar cf x . --checkpoint-action=exec='rm -rf ~'",
+		"GIT_PAGER='|x' git log", "sed -n '1e id' x", "awk 'BEGIN{system(\"id\")}'", "cd /; rm -rf usr", "find . -delete",
 	} {
 		f.Add(s)
 	}
@@ -65,5 +68,36 @@ func FuzzShellAnalysis(f *testing.F) {
 		if err != nil && d.Action != "deny" {
 			t.Fatalf("%s: %+v with the error %v", line, d, err)
 		}
+	})
+}
+
+// FuzzWordDecoders: the decoders of text an agent controls (hosts in URLs
+// and every spelling of an address, $'…' strings, sed and awk scripts,
+// option values) never panic and stay bounded.
+func FuzzWordDecoders(f *testing.F) {
+	for _, s := range []string{
+		"http://0xa9fea9fe/", "http://[::ffff:169.254.169.254]:80/x", "u@0251.0376.0251.0376", "[fd00:ec2::254", "http://", "::", "1.2.3.4.5",
+		`\x72\x6d\u00e9\U0001F600\c`, `\1234\0\cz`, "1e rm -rf ~", "s/a/b/w /etc/x", "s", "y/", `BEGIN {system("id")}`, `"x" | getline`,
+		"-sSo", "--checkpoint-action=exec=", "{1..9}{a,b}", "{", "}{,}",
+	} {
+		f.Add(s)
+	}
+	specs := []optSpec{parseOptSpec("-o"), parseOptSpec("--output"), parseOptSpec("-c:alias.*=!"), parseOptSpec("-P/")}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, h := range urlHosts(s) {
+			canonicalHost(h)
+		}
+		canonicalHost(bareHost(s))
+		if len(ansiC(s)) > 4*len(s)+4 {
+			t.Fatalf("ansiC grew %q", s)
+		}
+		files, cmds, _ := sedEffects(s)
+		if len(files)+len(cmds) > len(s) {
+			t.Fatalf("sed %q: %d effects", s, len(files)+len(cmds))
+		}
+		awkCommands(s)
+		optionValues(strings.Fields(s), specs)
+		resolvePath("/w", s)
+		resolvePath("~/p", s)
 	})
 }

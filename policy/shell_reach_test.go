@@ -52,15 +52,14 @@ func (rc reachCheck) decideAll(line string) error {
 // the string of sh -c in a session's argv). A line that does not parse is
 // not checked here: the policy then gets a parse error.
 func (rc reachCheck) reaches(line string) error {
-	norm, _ := normalize(line)
-	f, err := newParser().Parse(strings.NewReader(norm), "")
+	f, err := newParser().Parse(strings.NewReader(line), "")
 	if err != nil {
 		return nil
 	}
 	want := walkIndependently(f)
 	b := rc.e.Bundle()
 	typed := Input{Action: "input", Program: "bash", Text: line}
-	typed.prepare(nil)
+	typed.prepare(nil, nil)
 	b.derive(&typed, true)
 	if typed.Shell == nil { // an empty line is not analysed
 		if line != "" {
@@ -75,7 +74,7 @@ func (rc reachCheck) reaches(line string) error {
 		return fmt.Errorf("typed %q: %s", line, typed.Shell.ParseError)
 	}
 	start := Input{Action: "start", Start: &Start{Argv: []string{"sh", "-c", line}}}
-	start.prepare(nil)
+	start.prepare(nil, nil)
 	b.derive(&start, true)
 	if start.Shell.ParseError == "" { // sh -c lines are parsed at depth 1: an incomplete one is an error there
 		if msg := want.missingFrom(start.Shell); msg != "" {
@@ -107,7 +106,8 @@ func walkIndependently(f *syntax.File) found {
 		case *syntax.CallExpr:
 			fd.sites++
 			if len(n.Args) > 0 {
-				if name, ok := plainWord(n.Args[0]); ok {
+				if name, ok := plainWord(n.Args[0]); ok && !strings.ContainsAny(name, "{}") {
+					name, _ = fold(name) // names are compared folded
 					if strings.Contains(name, "/") {
 						name = path.Base(name)
 					}

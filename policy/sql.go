@@ -141,7 +141,7 @@ func sqlArgs(c Command) []string {
 // embedSQL classifies SQL a shell line hands to a database client, adds it
 // to sh's SQL, and returns the commands the client's own commands run.
 func embedSQL(sh *Shell, dialect, text string) []Command {
-	q, sub := ParseSQL(dialect, text)
+	q, sub := parseSQL(sh, dialect, text)
 	if sh.sql == nil {
 		sh.sql = &SQL{Dialect: dialect}
 	}
@@ -161,7 +161,12 @@ const maxStatements = 256
 // ParseSQL splits and classifies SQL typed into a client of the dialect.
 // The shell commands the client's own commands run are returned as a
 // shell document (nil when there are none).
-func ParseSQL(dialect, text string) (SQL, *Shell) {
+func ParseSQL(dialect, text string) (SQL, *Shell) { return parseSQL(nil, dialect, text) }
+
+// parseSQL is ParseSQL for a client that runs where the shell within runs
+// (nil: nowhere known): its commands' lines are parsed with within's
+// bundle data and directory.
+func parseSQL(within *Shell, dialect, text string) (SQL, *Shell) {
 	q := SQL{Dialect: dialect}
 	var sh *Shell
 	if len(text) > maxCode {
@@ -179,10 +184,16 @@ func ParseSQL(dialect, text string) (SQL, *Shell) {
 			if len(cmds) > 0 || len(lines) > 0 {
 				if sh == nil {
 					sh = &Shell{Embedded: true}
+					if within != nil {
+						sh.data, sh.cwd = within.data, within.cwd
+					}
 				}
-				sh.Commands = append(sh.Commands, cmds...)
+				for _, c := range cmds {
+					c.Cwd = sh.cwd // the client's files are where it runs
+					sh.Commands = append(sh.Commands, c)
+				}
 				for _, l := range lines {
-					sub := Shell{}
+					sub := sh.sub()
 					parseNested(sh, &sub, l.line, 1)
 					mergeFlags(sh, &sub)
 					sh.Commands = append(sh.Commands, sub.Commands...)
@@ -486,10 +497,14 @@ func classifyMeta(dialect, m string) (Statement, []Command, []metaLine) {
 		case `\o`, `\out`, `\g`, `\gx`, `\w`, `\write`:
 			pipeOrFile(arg)
 		case `\copy`:
-			up := strings.ToUpper(arg)
+			up := asciiUpper(arg) // byte for byte: its offsets are arg's
 			if i := strings.Index(up, " PROGRAM "); i >= 0 {
 				rest := strings.TrimSpace(arg[i+len(" PROGRAM "):])
-				if v, _, ok := sqlQuoted(rest, rest[0], false); ok && len(rest) > 0 && (rest[0] == '\'' || rest[0] == '"') {
+				if rest == "" {
+					st.Classes = addOnce(st.Classes, "copy_program")
+					break
+				}
+				if v, _, ok := sqlQuoted(rest, rest[0], false); ok && (rest[0] == '\'' || rest[0] == '"') {
 					shell(v)
 				} else {
 					shell(rest)
@@ -549,6 +564,19 @@ func classifyMeta(dialect, m string) (Statement, []Command, []metaLine) {
 		}
 	}
 	return st, cmds, lines
+}
+
+// asciiUpper upper-cases the ASCII letters of s only, so that an offset in
+// the result is the same offset in s (strings.ToUpper turns an invalid
+// byte into three).
+func asciiUpper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
 }
 
 // metaLine is a shell line a client command runs; piped: with the

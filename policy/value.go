@@ -21,9 +21,11 @@ var keys = func() map[string]*ast.Term {
 		"process_substitution", "eval", "background", "recursive_functions", "normalized",
 		"parse_error", "incomplete", "embedded", "names", "listed", "words_listed", "dynamic",
 		"path", "args", "wrappers", "redirects", "assigns", "flags", "operands", "op", "target",
+		"paths", "hosts", "gateway_refs", "gateway", "home",
 		"code", "languages", "calls", "modules", "shell_commands", "writes", "deletes", "dynamic_calls",
 		"dynamic_shell", "reverse_shell", "sql", "dialect", "statements", "classes", "verb", "object", "where",
 		"terminal", "reads_lines", "judged", "echo", "ahead", "readers",
+		"connect", "host", "port", "via", "address", "address_class", "resolved",
 	} {
 		m[k] = ast.StringTerm(k)
 	}
@@ -99,6 +101,27 @@ func (in *Input) value() ast.Value {
 		kv = append(kv, "terminal", obj("reads_lines", boolean(t.ReadsLines), "judged", boolean(t.Judged), "echo", boolean(t.Echo),
 			"ahead", boolean(t.Ahead), "readers", strs(t.Readers)))
 	}
+	if in.Cwd != "" {
+		kv = append(kv, "cwd", str(in.Cwd))
+	}
+	if g := in.Gateway; g != nil {
+		gkv := []any{"paths", strs(g.Paths)}
+		if g.Home != "" {
+			gkv = append(gkv, "home", str(g.Home))
+		}
+		kv = append(kv, "gateway", obj(gkv...))
+	}
+	if c := in.Connect; c != nil {
+		ckv := []any{"host", str(c.Host), "port", ast.IntNumberTerm(c.Port), "program", str(c.Program), "via", str(c.Via)}
+		if c.Address != "" {
+			ckv = append(ckv, "address", str(c.Address))
+		}
+		if c.AddressClass != "" {
+			ckv = append(ckv, "address_class", str(c.AddressClass))
+		}
+		ckv = append(ckv, "resolved", boolean(c.Resolved))
+		kv = append(kv, "connect", obj(ckv...))
+	}
 	return obj(kv...).Value
 }
 
@@ -122,6 +145,12 @@ func (sh *Shell) term() *ast.Term {
 	if sh.ParseError != "" {
 		kv = append(kv, "parse_error", str(sh.ParseError))
 	}
+	if len(sh.Hosts) > 0 {
+		kv = append(kv, "hosts", strs(sh.Hosts))
+	}
+	if len(sh.GatewayRefs) > 0 {
+		kv = append(kv, "gateway_refs", strs(sh.GatewayRefs))
+	}
 	return obj(kv...)
 }
 
@@ -130,15 +159,27 @@ func (c Command) term() *ast.Term {
 	if c.Redirects != nil {
 		rs := make([]*ast.Term, len(c.Redirects))
 		for j, r := range c.Redirects {
-			rs[j] = obj("op", str(r.Op), "target", str(r.Target))
+			if r.Path != "" {
+				rs[j] = obj("op", str(r.Op), "target", str(r.Target), "path", str(r.Path))
+			} else {
+				rs[j] = obj("op", str(r.Op), "target", str(r.Target))
+			}
 		}
 		reds = ast.ArrayTerm(rs...)
 	}
+	operands := strs(c.Operands)
+	paths := operands // the engine shares the slice while no operand resolves elsewhere
+	if len(c.Paths) != len(c.Operands) || len(c.Paths) > 0 && &c.Paths[0] != &c.Operands[0] || c.Paths == nil && c.Operands != nil {
+		paths = strs(c.Paths)
+	}
 	kv := []any{"name", str(c.Name), "args", strs(c.Args), "wrappers", strs(c.Wrappers),
 		"dynamic", boolean(c.Dynamic), "redirects", reds, "assigns", strs(c.Assigns),
-		"flags", strs(c.Flags), "operands", strs(c.Operands)}
+		"flags", strs(c.Flags), "operands", operands, "paths", paths}
 	if c.Path != "" {
 		kv = append(kv, "path", str(c.Path))
+	}
+	if c.Cwd != "" {
+		kv = append(kv, "cwd", str(c.Cwd))
 	}
 	return obj(kv...)
 }
@@ -158,6 +199,9 @@ func (c *Code) term() *ast.Term {
 		"reverse_shell", boolean(c.ReverseShell), "incomplete", boolean(c.Incomplete), "listed", strs(c.Listed)}
 	if c.ParseError != "" {
 		kv = append(kv, "parse_error", str(c.ParseError))
+	}
+	if len(c.Hosts) > 0 {
+		kv = append(kv, "hosts", strs(c.Hosts))
 	}
 	return obj(kv...)
 }

@@ -86,17 +86,26 @@ func TestCleanCorpusFalsePositives(t *testing.T) {
 	}
 }
 
-// FuzzStream: for any chunking of text holding a planted secret, the
-// secret never survives, and text without secrets comes out unchanged.
+// FuzzStream: for any chunking of text holding a planted secret, and any
+// pauses between the writes (on the stream's clock: a pause costs the
+// fuzzer nothing), no 8 bytes of the secret in a row come out; and text
+// without secrets comes out unchanged.
 func FuzzStream(f *testing.F) {
 	e, err := New(Options{Key: []byte("fuzz")})
 	if err != nil {
 		f.Fatal(err)
 	}
 	c := corpus(5)
-	f.Add(uint8(0), uint8(0), []byte{3, 7, 1}, []byte("x\x1b[1m"))
-	f.Add(uint8(3), uint8(2), []byte{1, 1, 1, 1}, []byte("\x1b]0;t\x07"))
-	f.Fuzz(func(t *testing.T, which, wrap uint8, cuts []byte, noise []byte) {
+	f.Add(uint8(0), uint8(0), []byte{3, 7, 1}, []byte{0}, []byte("x\x1b[1m"))
+	f.Add(uint8(3), uint8(2), []byte{1, 1, 1, 1}, []byte{1}, []byte("\x1b]0;t\x07"))
+	// Slow and split writes: a secret in two writes 150 ms apart, and one
+	// byte at a time 60 ms apart.
+	for which := range len(c) {
+		f.Add(uint8(which), uint8(0), []byte{20}, []byte{3}, []byte("slow"))
+		f.Add(uint8(which), uint8(which%len(wrappers)), []byte{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, []byte{2}, []byte(""))
+	}
+	steps := []time.Duration{0, 5 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond, 10 * time.Minute}
+	f.Fuzz(func(t *testing.T, which, wrap uint8, cuts, pauses, noise []byte) {
 		p := c[int(which)%len(c)]
 		text := wrappers[int(wrap)%len(wrappers)].f(p.text, p.secrets)
 		// Clean noise around it: printable bytes only, so it cannot
@@ -108,16 +117,42 @@ func FuzzStream(f *testing.F) {
 			}
 		}
 		text = pre.String() + "\n" + text
-		var chunks []string
+		var chunks []chunk
 		rest := text
-		for _, n := range cuts {
+		for i, n := range cuts {
 			k := int(n) % (len(rest) + 1)
-			chunks = append(chunks, rest[:k])
+			var pause time.Duration
+			if len(pauses) > 0 {
+				pause = steps[int(pauses[i%len(pauses)])%len(steps)]
+			}
+			chunks = append(chunks, chunk{rest[:k], pause})
 			rest = rest[k:]
 		}
-		chunks = append(chunks, rest)
-		if s := leaks(streamed(e, chunks...), p.secrets); s != "" {
-			t.Fatalf("leaked with chunks %q", chunks)
+		chunks = append(chunks, chunk{rest, 0})
+		// Repairs name bytes that went out, each once.
+		var reported []Repair
+		var out string
+		repair := func(r Repair) {
+			if r.End <= r.Start || r.End > int64(len(out)) {
+				t.Fatalf("repair %+v of %d bytes emitted", r, len(out))
+			}
+			for _, p := range reported {
+				if r.Start < p.End && p.Start < r.End {
+					t.Fatalf("repair %+v overlaps %+v", r, p)
+				}
+			}
+			reported = append(reported, r)
+		}
+		var k sink
+		clock := &fakeClock{}
+		s := e.NewStreamWith(func(p []byte) { k.emit(p); out = k.String() }, StreamOptions{Clock: clock, Repair: repair})
+		for _, c := range chunks {
+			s.Write([]byte(c.text))
+			clock.Advance(c.pause)
+		}
+		s.Close()
+		if w := leaks(k.String(), p.secrets); w != "" {
+			t.Fatalf("%q came out, with chunks %+v", w, chunks)
 		}
 		clean := pre.String() + "\nno secret here, just text\n"
 		if out := streamed(e, clean[:len(clean)/2], clean[len(clean)/2:]); out != e.Redact(clean) {
@@ -128,8 +163,12 @@ func FuzzStream(f *testing.F) {
 
 // benchText is what the benchmarks read: 8 MiB of clean terminal output
 // with a planted secret every 64 KiB or so.
-func benchText() string {
-	text := cleanText(2, 8<<20)
+func benchText() string { return benchTextSize(2, 8<<20) }
+
+// benchTextSize is size bytes of clean terminal output with a planted
+// secret every 64 KiB or so.
+func benchTextSize(seed uint64, size int) string {
+	text := cleanText(seed, size)
 	var b strings.Builder
 	c := corpus(6)
 	for i := 0; i < len(text); i += 64 << 10 {
@@ -148,23 +187,29 @@ func BenchmarkRedactOneShot(b *testing.B) {
 	e := testEngine(b)
 	text := benchText()
 	b.SetBytes(int64(len(text)))
-	b.ResetTimer()
+	defer reportCPU(b, len(text))()
 	for range b.N {
 		e.Redact(text)
 	}
 }
 
+// BenchmarkRedactStream: reads of 4 KiB, 16 KiB (a session's) and 256
+// KiB (termgate redact's).
 func BenchmarkRedactStream(b *testing.B) {
-	e := testEngine(b)
 	text := []byte(benchText())
-	b.SetBytes(int64(len(text)))
-	b.ResetTimer()
-	for range b.N {
-		s := e.NewStream(time.Hour, func([]byte) {})
-		for i := 0; i < len(text); i += 4096 {
-			s.Write(text[i:min(i+4096, len(text))])
-		}
-		s.Close()
+	for _, size := range []int{4 << 10, 16 << 10, 256 << 10} {
+		b.Run(fmt.Sprintf("read=%dKiB", size>>10), func(b *testing.B) {
+			e := testEngine(b)
+			b.SetBytes(int64(len(text)))
+			defer reportCPU(b, len(text))()
+			for range b.N {
+				s := e.NewStream(time.Hour, func([]byte) {})
+				for i := 0; i < len(text); i += size {
+					s.Write(text[i:min(i+size, len(text))])
+				}
+				s.Close()
+			}
+		})
 	}
 }
 

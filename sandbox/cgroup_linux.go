@@ -19,11 +19,13 @@ import (
 // cgroup v2 is used where its pids controller is enabled (Kill then
 // writes cgroup.kill, or freezes with cgroup.freeze); else the v1 pids
 // hierarchy, with a cgroup of the same name in the v1 freezer hierarchy
-// when it is mounted.
+// when it is mounted. LimitMemory adds the memory controller: the same
+// directory on v2, a cgroup of the same name in the v1 memory hierarchy.
 type Cgroup struct {
 	dirs    []string // every directory made, one per hierarchy
 	pids    string   // the directory that counts the processes
 	freezer string   // a v1 freezer cgroup, or ""
+	memory  string   // the directory whose memory is bounded, or ""
 	v2      bool     // pids is a cgroup v2 directory
 }
 
@@ -64,14 +66,14 @@ func v1Root(controller string) string {
 }
 
 // cgroupRoots are the hierarchies that may hold termgate/<name> cgroups
-// (pids and freezer on v1, the unified one on v2): where a sweep of what
+// (pids, freezer and memory on v1, the unified one on v2): where a sweep of what
 // a dead gateway left looks, and what it must remove in each.
 func cgroupRoots() []string {
 	var out []string
 	if v2Pids() {
 		out = append(out, cgroupFS)
 	}
-	for _, c := range []string{"pids", "freezer"} {
+	for _, c := range []string{"pids", "freezer", "memory"} {
 		if r := v1Root(c); r != "" {
 			out = append(out, r)
 		}
@@ -79,15 +81,18 @@ func cgroupRoots() []string {
 	return out
 }
 
-// NewCgroup creates termgate/<name> with pids.max = max (and its twin in
-// the v1 freezer hierarchy).
+// NewCgroup creates termgate/<owner>/<name> with pids.max = max (and its
+// twin in the v1 freezer hierarchy), owner being this process's tag.
 func NewCgroup(name string, max int) (*Cgroup, error) {
 	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
 		return nil, fmt.Errorf("%q is not a cgroup name", name)
 	}
 	c := &Cgroup{}
+	// termgate/<owner>/<name>: a gateway that dies before it could close
+	// its sessions leaves them to the next one's Sweep.
+	owner := Owner()
 	mk := func(root string) (string, error) {
-		parent := filepath.Join(root, "termgate")
+		parent := filepath.Join(root, "termgate", owner)
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			return "", err
 		}
@@ -106,6 +111,10 @@ func NewCgroup(name string, max int) (*Cgroup, error) {
 			return nil, fmt.Errorf("creating a pids cgroup: %w", err)
 		}
 		_ = os.WriteFile(filepath.Join(cgroupFS, "termgate", "cgroup.subtree_control"), []byte("+pids"), 0)
+		if err := os.MkdirAll(filepath.Join(cgroupFS, "termgate", owner), 0o755); err != nil {
+			return nil, fmt.Errorf("creating a pids cgroup: %w", err)
+		}
+		_ = os.WriteFile(filepath.Join(cgroupFS, "termgate", owner, "cgroup.subtree_control"), []byte("+pids"), 0)
 		dir, err := mk(cgroupFS)
 		if err != nil {
 			return nil, fmt.Errorf("creating a pids cgroup: %w", err)
@@ -130,6 +139,84 @@ func NewCgroup(name string, max int) (*Cgroup, error) {
 		return nil, fmt.Errorf("setting pids.max: %w", err)
 	}
 	return c, nil
+}
+
+// LimitMemory bounds the memory of the cgroup's processes together to
+// limit bytes (page cache and tmpfs pages they write included; swap too
+// where the kernel accounts it): memory.max (and memory.swap.max) on
+// cgroup v2, memory.limit_in_bytes (and memory.memsw.limit_in_bytes) in
+// a cgroup of the same name in the v1 memory hierarchy. Past the limit
+// the kernel reclaims, then its OOM killer ends a process of this cgroup
+// only. Call it before the launcher joins (ProcsFiles then names it).
+func (c *Cgroup) LimitMemory(limit int64) error {
+	if limit <= 0 {
+		return fmt.Errorf("a memory limit of %d bytes", limit)
+	}
+	v := []byte(strconv.FormatInt(limit, 10))
+	if c.v2 {
+		if b, err := os.ReadFile(filepath.Join(cgroupFS, "cgroup.controllers")); err != nil || !contains(strings.Fields(string(b)), "memory") {
+			return errors.New("cgroup v2 has no memory controller")
+		}
+		_ = os.WriteFile(filepath.Join(cgroupFS, "cgroup.subtree_control"), []byte("+memory"), 0)
+		_ = os.WriteFile(filepath.Join(cgroupFS, "termgate", "cgroup.subtree_control"), []byte("+memory"), 0)
+		if err := os.WriteFile(filepath.Join(c.pids, "memory.max"), v, 0); err != nil {
+			return fmt.Errorf("setting memory.max: %w", err)
+		}
+		_ = os.WriteFile(filepath.Join(c.pids, "memory.swap.max"), []byte("0"), 0)
+		c.memory = c.pids
+		return nil
+	}
+	root := v1Root("memory")
+	if root == "" {
+		return errors.New("no memory cgroup controller is mounted")
+	}
+	parent := filepath.Join(root, "termgate")
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("creating a memory cgroup: %w", err)
+	}
+	dir := filepath.Join(parent, filepath.Base(c.pids))
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating a memory cgroup: %w", err)
+	}
+	c.dirs = append(c.dirs, dir)
+	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), v, 0); err != nil {
+		return fmt.Errorf("setting memory.limit_in_bytes: %w", err)
+	}
+	// Memory and swap together no more than memory alone: a session does
+	// not get past its limit by swapping. (Absent without swap accounting.)
+	if p := filepath.Join(dir, "memory.memsw.limit_in_bytes"); exists(p) {
+		if err := os.WriteFile(p, v, 0); err != nil {
+			return fmt.Errorf("setting memory.memsw.limit_in_bytes: %w", err)
+		}
+	}
+	c.memory = dir
+	return nil
+}
+
+// MemoryDir is the cgroup directory whose memory is bounded ("" when
+// LimitMemory was not called or failed).
+func (c *Cgroup) MemoryDir() string { return c.memory }
+
+// DefaultShm is the size of a session's private /dev/shm when its profile
+// names none (Docker's default).
+const DefaultShm = 64 << 20
+
+// DefaultSessionMemory is a session's memory limit when its profile
+// names none: half of the machine's RAM (MemTotal), or 4 GiB when it
+// cannot be read.
+func DefaultSessionMemory() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 4 << 30
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb > 0 {
+				return kb << 10 / 2
+			}
+		}
+	}
+	return 4 << 30
 }
 
 // ProcsFiles are the cgroup.procs files the launcher writes its pid to.

@@ -5,10 +5,12 @@
 // The session's process is termgate re-executed as a launcher (main checks
 // IsLauncher first thing). The launcher reads its Spec from fd 3, closes
 // every other inherited descriptor, opens its working directory and every
-// granted path, moves into the session's cgroups, sets rlimits,
-// PR_SET_PDEATHSIG, its identity (--session-user), drops every capability,
-// sets no_new_privs, applies Landlock, loads the seccomp filter last, and
-// execs the program. A status pipe (fd 4, close-on-exec) closes empty when
+// granted path, moves into the session's cgroups, unshares its namespaces
+// (Isolation: a private /dev/shm; for a proxy session, a network of its
+// own), sets rlimits, PR_SET_PDEATHSIG, its identity (--session-user),
+// drops every capability, sets no_new_privs, applies Landlock, loads the
+// seccomp filter last (which refuses mount, unshare and setns to the
+// session), and execs the program. A status pipe (fd 4, close-on-exec) closes empty when
 // the exec happened, or carries the reason it did not. The gateway itself
 // is never confined.
 //
@@ -44,11 +46,28 @@
 // list (DefaultEnvDeny: credentials), and never passes an exported shell
 // function.
 //
+// # Egress
+//
+// A profile with network "proxy" reaches the network only through the
+// gateway's egress proxy (Egress, which takes the gateway's judge: this
+// package imports no policy): the launcher binds the proxy's listener in
+// the session's own network namespace and hands it, and a sock_diag
+// socket of that namespace, to the gateway over fd 5. See Egress for
+// the protocols, names and addresses, and what is reported. Where the
+// gateway cannot make namespaces (it is not root), the listener is on the
+// host's loopback, Landlock allows TCP to its port only, seccomp refuses
+// datagram and raw sockets, and the status says what is weaker. A proxy
+// session makes no unix socket (socketpair aside) unless its profile says
+// unix_sockets: connect must stay open for the proxy, and Landlock before
+// ABI 9 cannot stop connecting to a unix socket outside.
+//
 // # Cgroups
 //
 // Each launch gets termgate/<name> in the pids hierarchy (cgroup v2 when
 // its pids controller is enabled, else v1), and in the v1 freezer
-// hierarchy when it is mounted. Kill freezes the cgroup (or uses
+// hierarchy when it is mounted; and, for its memory limit
+// (Limits.SessionMemory, default half of RAM), in the v1 memory hierarchy
+// (memory.limit_in_bytes and memsw), or memory.max in its v2 cgroup. Kill freezes the cgroup (or uses
 // cgroup.kill), kills every member, thaws it and waits until it is empty:
 // a swarm that keeps forking and calling setsid cannot outrun it.
 //
@@ -57,7 +76,12 @@
 // what is not enforced. Profiles come from the policy bundle
 // (data.termgate.profiles). Known limits, written down: UDP is not
 // covered by Landlock before ABI 10 (network none blocks it with seccomp,
-// tcp and any do not); connecting to a pathname unix socket outside the
-// sandbox needs ABI 9; /proc is readable (the gateway sets itself
-// non-dumpable so sessions cannot read its memory or environment).
+// proxy with its network namespace, tcp and any do not); connecting to a
+// pathname unix socket outside the sandbox needs ABI 9 (none refuses
+// connect, proxy refuses unix sockets unless its profile allows them);
+// /proc is readable (the gateway sets itself non-dumpable so sessions
+// cannot read its memory or environment). Landlock's own denials (ABI 7
+// logs them through the kernel's audit subsystem) are not read: the
+// kernel writes them only while auditing is on for the whole machine,
+// which is the operator's to turn on, not the gateway's.
 package sandbox

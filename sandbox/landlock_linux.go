@@ -110,10 +110,12 @@ func closeGrants(gs []openedGrant) {
 }
 
 // applyLandlock restricts the filesystem to the opened grants, TCP to the
-// spec's ports, and signals and abstract unix sockets to the session
-// itself. The ABI is checked, never assumed: below the spec's the launch
-// fails unless it says best effort, and then what the kernel knows is
-// enforced. The domain is this thread's, which is the one that execs.
+// spec's ports (a session in a network namespace of its own binds and
+// connects freely there: its only way out is the gateway's proxy), and
+// signals and abstract unix sockets to the session itself. The ABI is
+// checked, never assumed: below the spec's the launch fails unless it
+// says best effort, and then what the kernel knows is enforced. The
+// domain is this thread's, which is the one that execs.
 func applyLandlock(s Spec, grants []openedGrant) error {
 	defer closeGrants(grants)
 	abi, err := ll.LandlockGetABIVersion()
@@ -128,7 +130,7 @@ func applyLandlock(s Spec, grants []openedGrant) error {
 		return nil // best effort, and nothing to enforce with
 	}
 	attr := ll.RulesetAttr{HandledAccessFS: handledFS(abi)}
-	if abi >= 4 && s.Network != "any" {
+	if abi >= 4 && s.Network != "any" && !ownNetwork(s) {
 		attr.HandledAccessNet = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
 	}
 	if abi >= 6 {
@@ -148,7 +150,7 @@ func applyLandlock(s Spec, grants []openedGrant) error {
 			return fmt.Errorf("landlock: rule for %s: %v", g.Path, err)
 		}
 	}
-	if s.Network == "tcp" && attr.HandledAccessNet != 0 {
+	if (s.Network == "tcp" || s.Network == "proxy") && attr.HandledAccessNet != 0 {
 		for _, p := range s.Ports {
 			if err := ll.LandlockAddNetPortRule(rfd, &ll.NetPortAttr{AllowedAccess: ll.AccessNetConnectTCP, Port: uint64(p)}, 0); err != nil {
 				return fmt.Errorf("landlock: rule for TCP port %d: %v", p, err)
@@ -160,3 +162,7 @@ func applyLandlock(s Spec, grants []openedGrant) error {
 	}
 	return nil
 }
+
+// ownNetwork reports whether the session gets a network namespace of its
+// own (a proxy session of a gateway that can make one).
+func ownNetwork(s Spec) bool { return s.Isolate != nil && s.Isolate.Net }

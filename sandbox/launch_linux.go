@@ -31,6 +31,12 @@ type Status struct {
 	Seccomp     bool     `json:"seccomp"`
 	Cgroup      bool     `json:"cgroup"`
 	NotEnforced []string `json:"not_enforced,omitempty"`
+	// Network says how the session reaches the network ("" for none, or
+	// a profile's tcp or any); PrivateShm that its /dev/shm is its own;
+	// MemoryLimit the bytes its memory cgroup allows (0: none).
+	Network     string `json:"network,omitempty"`
+	PrivateShm  bool   `json:"private_shm,omitempty"`
+	MemoryLimit int64  `json:"memory_limit,omitempty"`
 }
 
 func (s Status) String() string {
@@ -47,6 +53,15 @@ func (s Status) String() string {
 	if s.Cgroup {
 		parts = append(parts, "pids cgroup")
 	}
+	if s.MemoryLimit > 0 {
+		parts = append(parts, fmt.Sprintf("memory %d MiB", s.MemoryLimit>>20))
+	}
+	if s.PrivateShm {
+		parts = append(parts, "private /dev/shm")
+	}
+	if s.Network != "" {
+		parts = append(parts, "network "+s.Network)
+	}
 	head := "enforced"
 	if len(s.NotEnforced) > 0 {
 		head = "degraded"
@@ -62,6 +77,12 @@ func IsLauncher() bool { return len(os.Args) > 1 && os.Args[1] == LaunchArg }
 // Launch is a launcher process being started.
 type Launch struct {
 	status *os.File
+	// The egress proxy of a proxy launch, the gateway's end of the
+	// socket its listeners come over (nil without a network namespace),
+	// and what each listener is (see EgressSession.serve).
+	egress  *EgressSession
+	channel *os.File
+	kinds   []string
 }
 
 // Prepare sets cmd up to run spec's program through the launcher: cmd's
@@ -72,21 +93,28 @@ func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: finding termgate's own executable: %w", err)
 	}
-	b, err := json.Marshal(spec)
+	channel, theirs, err := egressChannel(&spec, 5)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > 60<<10 {
-		return nil, errors.New("sandbox: the spec is too large")
+	b, err := json.Marshal(spec)
+	if err == nil && len(b) > 60<<10 {
+		err = errors.New("sandbox: the spec is too large")
+	}
+	if err != nil {
+		closeChannel(channel, theirs)
+		return nil, err
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
+		closeChannel(channel, theirs)
 		return nil, err
 	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		specR.Close()
 		specW.Close()
+		closeChannel(channel, theirs)
 		return nil, err
 	}
 	_, err = specW.Write(b) // fits in the pipe's buffer
@@ -95,6 +123,7 @@ func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
 		specR.Close()
 		statusR.Close()
 		statusW.Close()
+		closeChannel(channel, theirs)
 		return nil, err
 	}
 	cmd.Path = self
@@ -102,7 +131,12 @@ func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
 	cmd.Dir = "/"
 	cmd.Env = []string{}
 	cmd.ExtraFiles = []*os.File{specR, statusW}
-	return &Launch{status: statusR}, nil
+	l := &Launch{status: statusR, egress: spec.Egress, channel: channel}
+	if theirs != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, theirs) // fd 5, as the spec says
+		l.kinds = spec.Isolate.Listen
+	}
+	return l, nil
 }
 
 // Started waits for the launcher to exec the program or fail: the status
@@ -117,9 +151,12 @@ func (l *Launch) Started(cmd *exec.Cmd) error {
 		return fmt.Errorf("sandbox: reading the launcher's status: %w", err)
 	}
 	if len(msg) > 0 {
+		if l.channel != nil {
+			l.channel.Close()
+		}
 		return fmt.Errorf("sandbox: %s", msg)
 	}
-	return nil
+	return l.startEgress(cmd)
 }
 
 // Main is the launcher: it confines itself as the spec on fd 3 says, then
@@ -159,8 +196,9 @@ func Main() {
 	}
 }
 
-// confine applies the spec to this process: directory, cgroup, limits,
-// identity, capabilities, no_new_privs, Landlock, and seccomp last.
+// confine applies the spec to this process: directory, cgroup,
+// namespaces, limits, identity, capabilities, no_new_privs, Landlock, and
+// seccomp last.
 //
 // The working directory and every granted path are opened first, as
 // root, without following any link (magic links of /proc included), and
@@ -192,6 +230,11 @@ func confine(s Spec) error {
 		if err := os.WriteFile(procs, []byte(pid), 0); err != nil {
 			return fmt.Errorf("joining the session's cgroup: %v", err)
 		}
+	}
+	// Namespaces (a private /dev/shm, the session's own network) while
+	// this process still holds the capabilities to make them.
+	if opened, err = isolate(s, opened); err != nil {
+		return err
 	}
 	lim := []struct {
 		res int

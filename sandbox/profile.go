@@ -24,11 +24,22 @@ type Profile struct {
 	Read        []string `json:"read"`       // read and execute
 	Write       []string `json:"write"`      // read, write, execute
 	Devices     []string `json:"devices"`    // device files read and written, ioctl allowed
-	// Network: "none" (only unix sockets), "tcp" (outbound TCP to
-	// ConnectPorts; no listening), or "any".
+	// Network: "none" (only unix sockets), "proxy" (TCP through the
+	// gateway's egress proxy, each new destination judged: see Egress),
+	// "tcp" (outbound TCP to ConnectPorts; no listening), or "any".
 	Network      string `json:"network"`
 	ConnectPorts []int  `json:"connect_ports"`
-	Limits       Limits `json:"limits"`
+	// Direct are destinations a proxy session reaches by plain TCP, for
+	// programs that speak no proxy protocol (database clients): the
+	// gateway forwards each, judged and audited per connection.
+	Direct []Direct `json:"direct"`
+	// UnixSockets lets a proxy session make unix sockets, and so connect
+	// to one outside it (an ssh agent, a database's local socket), which
+	// Landlock below ABI 9 cannot tell apart from its own; without it,
+	// socket(AF_UNIX) is refused (socketpair is not), as network none
+	// refuses connect.
+	UnixSockets bool   `json:"unix_sockets"`
+	Limits      Limits `json:"limits"`
 	// Env is the environment allowlist: the gateway's variables a session
 	// gets, by name or by a pattern with * (LC_*). Nil: DefaultEnv.
 	Env []string `json:"env"`
@@ -39,8 +50,25 @@ type Limits struct {
 	Processes int   `json:"processes"`  // tasks in the session's cgroup (RLIMIT_NPROC without one)
 	OpenFiles int   `json:"open_files"` // RLIMIT_NOFILE
 	FileSize  int64 `json:"file_size"`  // bytes, RLIMIT_FSIZE
-	Memory    int64 `json:"memory"`     // bytes of data, RLIMIT_DATA
+	Memory    int64 `json:"memory"`     // bytes of data per process, RLIMIT_DATA
 	CPU       int   `json:"cpu_seconds"`
+	// SessionMemory bounds the memory of the whole session (its memory
+	// cgroup: memory.limit_in_bytes on v1, memory.max on v2), page cache
+	// and /dev/shm included. Zero: DefaultSessionMemory, a share of RAM.
+	SessionMemory int64 `json:"session_memory"`
+	// Shm is the size of the session's private /dev/shm (bytes; zero:
+	// DefaultShm).
+	Shm int64 `json:"shm"`
+}
+
+// Direct is a destination a session reaches without a proxy: the
+// gateway listens on Port inside the session's network namespace (on
+// 127.0.0.1 for a loopback Host, on an address of its own for a named
+// one, which the session's /etc/hosts gives the name) and forwards each
+// connection to Host:Port, once the judge allows it.
+type Direct struct {
+	Host string `json:"host"`
+	Port int    `json:"port"`
 }
 
 // DefaultLimits apply where a profile leaves a limit at zero.
@@ -75,6 +103,16 @@ type Spec struct {
 	Unconfined  bool     `json:"unconfined"`
 	NeedsCgroup bool     `json:"needs_cgroup"` // processes can only be bounded by a cgroup (uid 0)
 	MinABI      int      `json:"min_abi"`      // the Landlock ABI required; 0: MinABI
+	Direct      []Direct `json:"direct"`
+	UnixSockets bool     `json:"unix_sockets"`
+	// Isolate is what the launcher unshares before it drops its
+	// capabilities (Attach fills it): see Isolation.
+	Isolate *Isolation `json:"isolate,omitempty"`
+
+	// Egress is the gateway's proxy for this launch, required with network
+	// proxy: Attach binds it to the launch, Started hands it the listeners
+	// the launcher made, and the caller closes it when the launch is over.
+	Egress *EgressSession `json:"-"`
 
 	guard *guard // the gateway's own files, as Resolve found them
 }
@@ -117,14 +155,24 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 		return s, nil
 	}
 	switch p.Network {
-	case "none", "any":
+	case "none", "any", "proxy":
 	case "tcp":
 		if len(p.ConnectPorts) == 0 {
 			return s, fmt.Errorf("profile %s: network tcp needs connect_ports", p.Name)
 		}
 	default:
-		return s, fmt.Errorf("profile %s: network must be none, tcp or any, not %q", p.Name, p.Network)
+		return s, fmt.Errorf("profile %s: network must be none, proxy, tcp or any, not %q", p.Name, p.Network)
 	}
+	if len(p.Direct) > 0 {
+		if p.Network != "proxy" {
+			return s, fmt.Errorf("profile %s: direct destinations need network proxy", p.Name)
+		}
+		if err := checkDirect(p.Direct); err != nil {
+			return s, fmt.Errorf("profile %s: %w", p.Name, err)
+		}
+		s.Direct = p.Direct
+	}
+	s.UnixSockets = p.UnixSockets
 	g, err := newGuard(protected)
 	if err != nil {
 		return s, err
@@ -203,6 +251,12 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 	}
 	if s.Limits.Memory == 0 {
 		s.Limits.Memory = def.Memory
+	}
+	if s.Limits.SessionMemory == 0 {
+		s.Limits.SessionMemory = DefaultSessionMemory()
+	}
+	if s.Limits.Shm == 0 {
+		s.Limits.Shm = DefaultShm
 	}
 	return s, nil
 }
@@ -293,7 +347,7 @@ func ParseProfiles(v any) (map[string]Profile, error) {
 		}
 		p.Name = name
 		if !p.Unconfined && p.Network == "" {
-			return nil, fmt.Errorf("profile %s: network is required (none, tcp or any)", name)
+			return nil, fmt.Errorf("profile %s: network is required (none, proxy, tcp or any)", name)
 		}
 		out[name] = p
 	}
@@ -322,6 +376,9 @@ func (s *Spec) Attach(name, tmp string) (Status, *Cgroup, error) {
 		if !s.Unconfined {
 			s.Write = append(s.Write, tmp)
 		}
+	}
+	if err := s.prepareIsolation(name, &st); err != nil {
+		return st, nil, err
 	}
 	if err := s.seal(); err != nil {
 		return st, nil, err
@@ -352,7 +409,47 @@ func (s *Spec) Attach(name, tmp string) (Status, *Cgroup, error) {
 	case s.NeedsCgroup:
 		st.NotEnforced = append(st.NotEnforced, "process count: no pids cgroup, and RLIMIT_NPROC does not bind root")
 	}
+	if cg != nil {
+		if err := cg.LimitMemory(s.Limits.SessionMemory); err == nil {
+			st.MemoryLimit = s.Limits.SessionMemory
+		} else {
+			st.NotEnforced = append(st.NotEnforced, "session memory: "+err.Error()+" (RLIMIT_DATA bounds each process only)")
+		}
+		s.Cgroups = cg.ProcsFiles()
+	} else {
+		st.NotEnforced = append(st.NotEnforced, "session memory: no cgroup (RLIMIT_DATA bounds each process only)")
+	}
+	if s.Egress != nil && s.Network == "proxy" {
+		s.Egress.procs = s.Cgroups
+	}
 	return st, cg, nil
+}
+
+// prepareIsolation decides what the launcher unshares (Isolation), and
+// readies a proxy launch's egress, before the spec is sealed.
+func (s *Spec) prepareIsolation(name string, st *Status) error {
+	if s.Unconfined {
+		return nil
+	}
+	if canIsolate() {
+		s.Isolate = &Isolation{Shm: s.Limits.Shm}
+		st.PrivateShm = true
+	} else {
+		s.Isolate = nil
+		st.NotEnforced = append(st.NotEnforced, "/dev/shm: shared with the host (a private one needs a root gateway)")
+	}
+	switch s.Network {
+	case "proxy":
+		if s.Egress == nil {
+			return fmt.Errorf("profile %s sends the network through the gateway's egress proxy, and this launch has none; nothing was started", s.Profile)
+		}
+		return s.Egress.prepare(s, name, st)
+	case "tcp":
+		st.Network = fmt.Sprintf("tcp to ports %v of any host", s.Ports)
+	case "any":
+		st.Network = "any"
+	}
+	return nil
 }
 
 // seal checks the working directory against the identity the gateway

@@ -15,6 +15,9 @@ func TestMain(m *testing.M) {
 	if IsLauncher() {
 		Main()
 	}
+	if IsConnectHelper() {
+		ConnectMain()
+	}
 	os.Exit(m.Run())
 }
 

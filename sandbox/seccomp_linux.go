@@ -91,8 +91,40 @@ func applySeccomp(s Spec) error {
 			return fmt.Errorf("seccomp connect: %v", err)
 		}
 	}
+	if s.Network == "proxy" && !s.UnixSockets {
+		// Connecting to a unix socket outside the session (docker.sock, a
+		// D-Bus bus) is not a matter for Landlock before ABI 9, and connect
+		// must stay open for TCP to the proxy: no unix socket is made.
+		cond, _ := seccomp.MakeCondition(0, seccomp.CompareEqual, unix.AF_UNIX)
+		if err := add("socket", eaccess, cond); err != nil {
+			return fmt.Errorf("seccomp socket: %v", err)
+		}
+	}
+	if s.Network == "proxy" && !ownNetwork(s) {
+		// A proxy session on the host's network: TCP reaches the proxy's
+		// port only (Landlock); datagram and raw sockets are refused here.
+		if err := egressSocketRules(add); err != nil {
+			return fmt.Errorf("seccomp socket: %v", err)
+		}
+	}
 	if err := f.Load(); err != nil {
 		return fmt.Errorf("seccomp: loading the filter: %v", err)
+	}
+	return nil
+}
+
+// egressSocketRules refuses AF_INET and AF_INET6 sockets that are not
+// streams (the type's low bits; SOCK_NONBLOCK and SOCK_CLOEXEC aside).
+func egressSocketRules(add func(string, seccomp.ScmpAction, ...seccomp.ScmpCondition) error) error {
+	eaccess := seccomp.ActErrno.SetReturnCode(int16(syscall.EACCES))
+	for _, fam := range []uint64{unix.AF_INET, unix.AF_INET6} {
+		for _, typ := range []uint64{unix.SOCK_DGRAM, unix.SOCK_RAW, unix.SOCK_SEQPACKET, unix.SOCK_RDM, unix.SOCK_PACKET} {
+			c0, _ := seccomp.MakeCondition(0, seccomp.CompareEqual, fam)
+			c1, _ := seccomp.MakeCondition(1, seccomp.CompareMaskedEqual, 0xf, typ)
+			if err := add("socket", eaccess, c0, c1); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

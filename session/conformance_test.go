@@ -46,11 +46,13 @@ func (e vt10xEmu) screen() string {
 func (e vt10xEmu) history(n int) string { return e.screen() } // no scrollback
 
 type conformanceCase struct {
-	name  string
-	argv  []string
-	keys  []string      // typed after the program started, with a pause before each
-	after bool          // judge the output after the last key, not before it
-	wait  time.Duration // how long to let the program draw
+	name string
+	argv []string
+	keys []string // typed after the program started, each once the screen shows its ready text
+	// ready[i] is what the screen shows once the program is ready for
+	// keys[i]: it has drawn what the case judges and waits for input.
+	ready []string
+	after bool // judge the output after the last key, not before it
 	check func(screen, history string) error
 }
 
@@ -76,41 +78,42 @@ func TestEmulatorConformance(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "subdir"), 0o755)
 
 	cases := []conformanceCase{
-		{name: "vim", argv: []string{"vim", "-u", "NONE", "-N", file}, wait: 800 * time.Millisecond, keys: []string{":q\r"},
+		{name: "vim", argv: []string{"vim", "-u", "NONE", "-N", file}, keys: []string{":q\r"}, ready: []string{"notes.txt"},
 			check: func(scr, _ string) error {
 				if err := contains("numbered line 1", "numbered line 20")(scr, ""); err != nil {
 					return err
 				}
 				return nil
 			}},
-		{name: "less", argv: []string{"less", file}, wait: 500 * time.Millisecond, keys: []string{"q"},
+		{name: "less", argv: []string{"less", file}, keys: []string{"q"}, ready: []string{"numbered line 20"},
 			check: func(scr, _ string) error {
 				if !strings.Contains(scr, "numbered line 1\n") || strings.Contains(scr, "numbered line 60") {
 					return fmt.Errorf("want the first page of the file")
 				}
 				return nil
 			}},
-		{name: "top", argv: []string{"top", "-d", "1"}, wait: 1200 * time.Millisecond, keys: []string{"q"},
+		{name: "top", argv: []string{"top", "-d", "1"}, keys: []string{"q"}, ready: []string{"COMMAND"},
 			check: contains("load average", "PID", "COMMAND")},
-		{name: "python REPL", argv: []string{"python3", "-q"}, wait: 400 * time.Millisecond, after: true, keys: []string{"print('con' + 'formance')\r", "exit()\r"},
+		{name: "python REPL", argv: []string{"python3", "-q"}, after: true, keys: []string{"print('con' + 'formance')\r", "exit()\r"},
+			ready: []string{">>>", "conformance\n>>>"},
 			check: contains(">>> print('con' + 'formance')\nconformance\n>>>")},
-		{name: "progress bar", argv: []string{"sh", "-c", `printf 'step 10%%\rstep 50%%\rstep 100%%\n'`}, wait: 200 * time.Millisecond,
+		{name: "progress bar", argv: []string{"sh", "-c", `printf 'step 10%%\rstep 50%%\rstep 100%%\n'`},
 			check: func(scr, _ string) error {
 				if !strings.Contains(scr, "step 100%") || strings.Contains(scr, "step 10%\n") || strings.Contains(scr, "50") {
 					return fmt.Errorf("\\r overwrites not resolved")
 				}
 				return nil
 			}},
-		{name: "coloured ls", argv: []string{"ls", "--color=always", "-F", dir}, wait: 200 * time.Millisecond,
+		{name: "coloured ls", argv: []string{"ls", "--color=always", "-F", dir},
 			check: func(scr, _ string) error {
 				if strings.ContainsAny(scr, "\x1b") || strings.Contains(scr, "[0m") || !strings.Contains(scr, "subdir/") {
 					return fmt.Errorf("colours leaked or names missing")
 				}
 				return nil
 			}},
-		{name: "CJK line", argv: []string{"sh", "-c", `printf '日本語のテキスト|end\n中文|x\n'`}, wait: 200 * time.Millisecond,
+		{name: "CJK line", argv: []string{"sh", "-c", `printf '日本語のテキスト|end\n中文|x\n'`},
 			check: contains("日本語のテキスト|end\n中文|x")},
-		{name: "combining marks, ZWJ", argv: []string{"sh", "-c", `printf 'cafe\314\201 नमस्ते สวัสดีที่นี่ 👩\342\200\215💻 ❤\357\270\217 🇫🇷|end\n'`}, wait: 200 * time.Millisecond,
+		{name: "combining marks, ZWJ", argv: []string{"sh", "-c", `printf 'cafe\314\201 नमस्ते สวัสดีที่นี่ 👩\342\200\215💻 ❤\357\270\217 🇫🇷|end\n'`},
 			check: func(scr, hist string) error {
 				want := "cafe\u0301 नमस्ते สวัสดีที่นี่ 👩\u200d💻 ❤\ufe0f 🇫🇷|end"
 				if !strings.Contains(scr, want) || !strings.Contains(hist, want) {
@@ -118,14 +121,14 @@ func TestEmulatorConformance(t *testing.T) {
 				}
 				return nil
 			}},
-		{name: "space at the wrap column", argv: []string{"sh", "-c", `printf '%076d to server\n' 0`}, wait: 200 * time.Millisecond,
+		{name: "space at the wrap column", argv: []string{"sh", "-c", `printf '%076d to server\n' 0`},
 			check: func(_, hist string) error {
 				if !strings.Contains(hist, strings.Repeat("0", 76)+" to server") {
 					return fmt.Errorf("the blank in the last column was dropped when the rows joined")
 				}
 				return nil
 			}},
-		{name: "scrollback 10000 lines", argv: []string{"seq", "1", "12000"}, wait: 800 * time.Millisecond,
+		{name: "scrollback 10000 lines", argv: []string{"seq", "1", "12000"},
 			check: func(_, hist string) error {
 				h := strings.Split(hist, "\n")
 				if len(h) < 10000 || h[len(h)-1] != "12000" || h[len(h)-10000] != "2001" {
@@ -207,21 +210,42 @@ func capture(t *testing.T, c conformanceCase) []byte {
 			}
 		}
 	}()
-	time.Sleep(c.wait)
 	var snapshot []byte
+	screen := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return responder.Render()
+	}
+	// Each key goes once the program shows it is ready for it: no fixed
+	// pause, however busy the machine.
 	for i, k := range c.keys {
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(screen()+"\n", c.ready[i]) {
+			if time.Now().After(deadline) {
+				_ = cmd.Process.Kill()
+				t.Fatalf("%s: the screen never showed %q before key %q:\n%s", c.name, c.ready[i], k, screen())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		if i == len(c.keys)-1 && !c.after {
 			mu.Lock()
 			snapshot = append([]byte{}, buf.Bytes()...)
 			mu.Unlock()
 		}
 		f.Write([]byte(k))
-		time.Sleep(300 * time.Millisecond)
 	}
-	_ = cmd.Process.Kill()
-	cmd.Wait()
-	f.Close()
+	// The program ends by itself (the last key quits it, or it has no
+	// keys); one that does not within the bound is killed.
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
 	<-done
+	f.Close()
 	if snapshot != nil {
 		return snapshot
 	}

@@ -65,7 +65,7 @@ func Exec(ctx context.Context, argv []string, dir string, env []string, limit ti
 		tmp := ""
 		if !spec.Unconfined {
 			var err error
-			if tmp, err = os.MkdirTemp("", "termgate-exec-"); err != nil {
+			if tmp, err = os.MkdirTemp("", sandbox.TempPattern("exec")); err != nil {
 				return ExecResult{}, err
 			}
 			defer os.RemoveAll(tmp)

@@ -200,6 +200,10 @@ func TestRelayIsFollowed(t *testing.T) {
 			if !st.Judged || !st.ReadsLines || st.Own != "bash" {
 				t.Fatalf("status %+v", st)
 			}
+			inner, _ := os.Readlink("/proc/" + strconv.Itoa(st.ProgramPid) + "/exe")
+			if st.ProgramPid == st.Pid || filepath.Base(inner) != "bash" {
+				t.Fatalf("program pid %d (%s) is not the bash behind script (session pid %d)", st.ProgramPid, inner, st.Pid)
+			}
 			return
 		}
 		if time.Now().After(deadline) {

@@ -129,6 +129,18 @@ func foreground(fd uintptr) (int, string) {
 // gone, or its exe is hidden) falls back to argv[0]'s base name, as
 // before, which identifies nothing better but is not worse either.
 func identify(pid int) string {
+	pid = reader(pid)
+	if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil && exe != "" {
+		return programAlias(exeName(strings.TrimSuffix(exe, " (deleted)")))
+	}
+	return programAlias(procName(pid))
+}
+
+// reader is the process that reads what is typed to pid's terminal: pid
+// itself, or, when pid relays its terminal to another, the foreground
+// process of the innermost terminal, up to four relays deep (see
+// identify).
+func reader(pid int) int {
 	for depth := 0; depth < 4; depth++ {
 		inner := relayTarget(pid)
 		if inner <= 0 {
@@ -136,10 +148,7 @@ func identify(pid int) string {
 		}
 		pid = inner
 	}
-	if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil && exe != "" {
-		return programAlias(exeName(strings.TrimSuffix(exe, " (deleted)")))
-	}
-	return programAlias(procName(pid))
+	return pid
 }
 
 // exeName is the name an executable goes by: its base name, or, for a

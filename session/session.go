@@ -126,13 +126,18 @@ type Result struct {
 
 // Status is a snapshot of a session.
 type Status struct {
-	ID, Name   string
-	Argv       []string
-	Dir        string
-	Mode       Mode
-	Pid        int
-	Program    string // the terminal's foreground program
-	Busy       bool   // the foreground program is not the session's own process
+	ID, Name string
+	Argv     []string
+	Dir      string
+	Mode     Mode
+	Pid      int
+	Program  string // the terminal's foreground program
+	// ProgramPid is the process identified as Program: the foreground
+	// process, or the one behind the relays it runs (identify); 0 when
+	// unknown. Its current directory is where a typed line's relative
+	// paths lead.
+	ProgramPid int
+	Busy       bool // the foreground program is not the session's own process
 	Alive      bool
 	ExitCode   *int
 	Signal     string
@@ -248,7 +253,7 @@ func start(id string, spec Spec) (*Session, error) {
 		replyKick:  make(chan struct{}, 1),
 		replyDone:  make(chan struct{}),
 	}
-	dir, err := os.MkdirTemp("", "termgate-session-")
+	dir, err := os.MkdirTemp("", sandbox.TempPattern("session"))
 	if err != nil {
 		return nil, fmt.Errorf("creating session directory: %w", err)
 	}
@@ -1389,6 +1394,9 @@ func (s *Session) Status() Status {
 	if s.pty != nil && !s.closed {
 		pgid, name := s.foregroundNow()
 		st.Program = name
+		if fg := leaderOrNewest(pgid); fg > 0 {
+			st.ProgramPid = reader(fg)
+		}
 		st.Busy = pgid != 0 && pgid != st.Pid
 		st.EchoOff = s.terminalEchoOff()
 		if own := identify(st.Pid); own != "" {

@@ -21,6 +21,7 @@ import (
 	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/policy"
 	"github.com/termgate/termgate/redact"
+	"github.com/termgate/termgate/sandbox"
 	"github.com/termgate/termgate/session"
 )
 
@@ -289,7 +290,7 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 		allowed := ev.Decision.Action == Allow
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{map[bool]string{true: "allowed", false: "denied"}[allowed]}).
 			Set("event.action", inputAction(in.Action)).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[allowed])
-		setInput(r, in.Action, text)
+		setInput(r, in, text)
 		setRule(ev.Decision)
 		a.setPolicyInput(r, in, ev.Decision)
 		security = !allowed || strings.Contains(ev.Decision.Reason, "(confirmed") || in.Action == ActionStart
@@ -297,7 +298,7 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 	case KindConfirmAsked:
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{"info"}).
 			Set("event.action", "confirmation-requested").Set("event.outcome", "unknown")
-		setInput(r, in.Action, text)
+		setInput(r, in, text)
 		setRule(ev.Decision)
 		a.setPolicyInput(r, in, ev.Decision)
 		r.Set("termgate.confirmation.via", "mcp-elicitation")
@@ -305,7 +306,7 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 	case KindConfirmAnswered:
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{map[bool]string{true: "allowed", false: "denied"}[ev.Approved]}).
 			Set("event.action", "confirmation-answered").Set("event.outcome", map[bool]string{true: "success", false: "failure"}[ev.Approved])
-		setInput(r, in.Action, text)
+		setInput(r, in, text)
 		setRule(ev.Decision)
 		a.setPolicyInput(r, in, ev.Decision)
 		by, via := ev.By, ev.Via
@@ -328,6 +329,9 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 			if o.ExitCode != nil {
 				r.Set("process.exit_code", *o.ExitCode)
 			}
+			if len(o.Refused) > 0 {
+				r.Set("termgate.sandbox.refused", o.Refused)
+			}
 		}
 		msg = red(ev.Outcome)
 	case KindSessionStart, KindSessionEnd:
@@ -343,6 +347,13 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 				if len(st.NotEnforced) > 0 {
 					r.Set("termgate.sandbox.not_enforced", st.NotEnforced)
 				}
+				if st.Network != "" {
+					r.Set("termgate.sandbox.network", st.Network)
+				}
+				if st.MemoryLimit > 0 {
+					r.Set("termgate.sandbox.memory_limit", st.MemoryLimit)
+				}
+				r.Set("termgate.sandbox.private_shm", st.PrivateShm)
 			}
 			if f.Name != "" {
 				r.Set("termgate.session.name", f.Name)
@@ -376,6 +387,19 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 			msg = fmt.Sprintf("session %s %s", f.ID, map[bool]string{true: "started", false: "ended"}[start])
 		}
 		security = true
+	case KindNetwork:
+		if c := ev.Network; c != nil {
+			security = a.network(r, c)
+			msg = "connection to " + c.Destination.String()
+			switch {
+			case c.Refused:
+				msg += " refused by " + c.Rule
+			case c.Err != "":
+				msg += " failed: " + red(c.Err)
+			default:
+				msg += fmt.Sprintf(" closed: %d bytes out, %d in", c.Sent, c.Received)
+			}
+		}
 	case KindToolError:
 		r.Set("event.category", []string{"api"}).Set("event.type", []string{"error"}).
 			Set("event.action", "tool-error").Set("event.outcome", "failure").Set("error.message", red(ev.Err))
@@ -431,13 +455,87 @@ func inputAction(a Action) string {
 	return string(a)
 }
 
-// setInput puts what was typed where ECS and SIEM rules look for it.
-func setInput(r audit.Record, action Action, text string) {
-	if action == ActionKeys {
+// setInput puts what was typed where ECS and SIEM rules look for it; a
+// connect's destination where ECS puts one.
+func setInput(r audit.Record, in GateInput, text string) {
+	switch {
+	case in.Connect != nil:
+		setDestination(r, in.Connect.Host, in.Connect.Address, in.Connect.Port)
+		r.Set("network.transport", "tcp").Set("termgate.connect.via", in.Connect.Via)
+		if in.Connect.AddressClass != "" {
+			r.Set("termgate.connect.address_class", in.Connect.AddressClass)
+		}
+	case in.Action == ActionKeys:
 		r.Set("termgate.keys", text)
-		return
+	default:
+		r.Set("process.command_line", text)
 	}
-	r.Set("process.command_line", text)
+}
+
+// setDestination sets destination.* for a host as the program asked for
+// it (destination.address; destination.domain when it is a name) and the
+// address it reached (destination.ip).
+func setDestination(r audit.Record, host, address string, port int) {
+	r.Set("destination.port", port).Set("destination.address", host)
+	if _, isAddr := sandbox.AddressLiteral(host); !isAddr {
+		r.Set("destination.domain", host)
+	}
+	if address != "" {
+		r.Set("destination.ip", address)
+	}
+}
+
+// network fills a network record: one connection through the egress
+// proxy. It is not a security event (synced at once): the decision that
+// refused or allowed a destination was, and a program that retries a
+// refused one in a loop must not turn each attempt into a sync.
+func (a *ecsAuditor) network(r audit.Record, c *sandbox.Connection) bool {
+	outcome, typ := "success", []string{"connection", "end"}
+	switch {
+	case c.Refused:
+		outcome, typ = "failure", []string{"connection", "denied"}
+	case c.Err != "":
+		outcome, typ = "failure", []string{"connection", "error"}
+	}
+	r.Set("event.category", []string{"network"}).Set("event.type", typ).Set("event.action", "egress-connection").
+		Set("event.outcome", outcome).Set("event.duration", c.Duration.Nanoseconds()).
+		Set("network.transport", "tcp").Set("network.direction", "egress").Set("termgate.connect.via", c.Via)
+	switch c.Via {
+	case "http":
+		r.Set("network.protocol", "http")
+	case "socks5":
+		r.Set("network.protocol", "socks")
+	}
+	if c.Host != "" {
+		setDestination(r, c.Host, c.Address, c.Port)
+	}
+	if c.AddressClass != "" {
+		r.Set("termgate.connect.address_class", c.AddressClass)
+	}
+	r.Set("source.bytes", c.Sent).Set("destination.bytes", c.Received).Set("network.bytes", c.Sent+c.Received)
+	if c.Program != "" {
+		r.Set("process.name", c.Program)
+	}
+	if c.Pid > 0 {
+		r.Set("process.pid", c.Pid)
+	}
+	if c.Session != "" {
+		r.Set("termgate.session.id", c.Session)
+	}
+	if c.Profile != "" {
+		r.Set("termgate.sandbox.profile", c.Profile)
+	}
+	if c.Rule != "" {
+		r.Set("rule.id", c.Rule).Set("termgate.decision.rule", c.Rule).
+			Set("termgate.decision.action", map[bool]string{true: "allow", false: "deny"}[!c.Refused])
+	}
+	if c.Reason != "" {
+		r.Set("event.reason", a.red.Redact(c.Reason))
+	}
+	if c.Err != "" {
+		r.Set("error.message", a.red.Redact(c.Err))
+	}
+	return false
 }
 
 // recordingTap records a session as an asciicast: output as the screen
@@ -534,9 +632,11 @@ func (a *ecsAuditor) policyInput(in GateInput, d Decision) (any, bool) {
 		}
 		c := *g
 		c.Cwd = red(g.Cwd)
-		c.Argv = make([]string, len(g.Argv))
-		for i, s := range g.Argv {
-			c.Argv[i] = red(s)
+		if g.Argv != nil { // nil stays nil: a connect's session has none
+			c.Argv = make([]string, len(g.Argv))
+			for i, s := range g.Argv {
+				c.Argv[i] = red(s)
+			}
 		}
 		return &c
 	}

@@ -213,6 +213,11 @@ func TestAuditLogOfARealSession(t *testing.T) {
 	s.ok("session_resize", map[string]any{"session_id": id, "rows": 30, "cols": 100})
 	pw := s.start(map[string]any{"argv": []string{"python3", "-c", `import getpass; p = getpass.getpass("Password: "); print("got", len(p))`}, "cwd": dir})
 	s.ok("session_read", map[string]any{"session_id": pw, "timeout_ms": 10000, "wait_for": "Password:"})
+	// getpass turns echo off before it prints its prompt; the read says so.
+	eventually(t, time.Minute, "the password prompt hides input", func() bool {
+		off, _ := s.ok("session_read", map[string]any{"session_id": pw})["echo_off"].(bool)
+		return off
+	})
 	s.ok("session_send", map[string]any{"session_id": pw, "secret_ref": "db"})
 	// A policy reload.
 	now := time.Now().Add(time.Second)

@@ -43,6 +43,7 @@ type Config struct {
 	Sandbox        string        // enforce (default), best-effort, off
 	ConfirmMode    string        // human (default), agent
 	SessionUser    string        // run sessions as this user
+	EgressHosts    string        // hosts(5) file the egress proxy resolves names from before DNS
 
 	PolicyURL         string // a bundle server: the bundle's URL (polled as OPA polls)
 	PolicyConfig      string // a bundle server: an OPA configuration file (services, bundles, keys)
@@ -125,6 +126,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Sandbox, "sandbox", c.Sandbox, "confine sessions: enforce (refuse a session the kernel cannot confine), best-effort (run it degraded, and say so), off (unconfined, and say so)")
 	fs.StringVar(&c.ConfirmMode, "confirm-mode", c.ConfirmMode, "who may confirm what the policy wants confirmed: human (through the MCP client; refused when it cannot ask) or agent (weaker: a client that cannot ask a human gets a one-time token the agent redeems with the confirm tool and a written justification)")
 	fs.StringVar(&c.SessionUser, "session-user", c.SessionUser, "run sessions as this user (the gateway must be root)")
+	fs.StringVar(&c.EgressHosts, "egress-hosts", c.EgressHosts, "a hosts(5) file: names the egress proxy resolves from it before DNS (an internal registry's address, say); the policy still judges each name and each address that is not public")
 	fs.Var(&c.Secrets, "secret", "a secret the gateway holds, typed by session_send {secret_ref: NAME} and masked everywhere: NAME=env:VAR or NAME=file:PATH (repeatable; the env twin takes a comma-separated list)")
 	fs.DurationVar(&c.PolicyReload, "policy-reload", c.PolicyReload, "check the policy bundle for changes this often and reload it (0: never)")
 	fs.StringVar(&c.PolicyURL, "policy-url", c.PolicyURL, "pull the policy bundle from this URL (https://host/bundles/termgate.tar.gz), as an OPA agent does: ETag, long polling, last good bundle cached for offline restarts")

@@ -157,6 +157,9 @@ func (c *humanConfirmer) question(in GateInput, d Decision) *mcp.ElicitParams {
 	}
 	show := func(s string) string { return escapeText(red(s)) }
 	var b strings.Builder
+	if in.Connect != nil {
+		return connectQuestion(in, d, show)
+	}
 	fmt.Fprintf(&b, "termgate: the agent wants to run this, and the policy asks you first.\n\n")
 	fmt.Fprintf(&b, "  %s\n\n", show(in.Text))
 	fmt.Fprintf(&b, "program: %s\n", show(in.Program))
@@ -187,6 +190,37 @@ func (c *humanConfirmer) question(in GateInput, d Decision) *mcp.ElicitParams {
 			"type": "object",
 			"properties": map[string]any{
 				"approve": map[string]any{"type": "boolean", "title": "Run it", "description": "Approve running exactly the input shown, once, with exactly the environment shown."},
+			},
+			"required": []string{"approve"},
+		},
+	}
+}
+
+// connectQuestion asks the human about a session's new destination.
+func connectQuestion(in GateInput, d Decision, show func(string) string) *mcp.ElicitParams {
+	c := in.Connect
+	var b strings.Builder
+	fmt.Fprintf(&b, "termgate: a program in a session wants to connect out, and the policy asks you first.\n\n")
+	fmt.Fprintf(&b, "  %s port %d\n\n", show(c.Host), c.Port)
+	if c.Address != "" && c.Address != c.Host {
+		fmt.Fprintf(&b, "address: %s (%s)\n", show(c.Address), show(c.AddressClass))
+	}
+	prog := c.Program
+	if prog == "" {
+		prog = "(not known)"
+	}
+	fmt.Fprintf(&b, "program: %s\nvia: %s\n", show(prog), show(c.Via))
+	if in.Session != nil {
+		fmt.Fprintf(&b, "session: %s (profile %s)\n", show(in.Session.ID), show(c.Profile))
+	}
+	fmt.Fprintf(&b, "rule: %s (%s)\nreason: %s\n", show(d.Rule), show(d.Severity), show(d.Reason))
+	return &mcp.ElicitParams{
+		Mode:    "form",
+		Message: b.String(),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"approve": map[string]any{"type": "boolean", "title": "Allow it", "description": "Allow this program to reach this host and port for the rest of this session."},
 			},
 			"required": []string{"approve"},
 		},

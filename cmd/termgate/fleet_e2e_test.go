@@ -92,16 +92,10 @@ func TestDecisionRecordsReplayWithOPA(t *testing.T) {
 				t.Fatalf("the redacted input holds the token: %s", b)
 			}
 		}
-		if field(r, "termgate.policy.input_redacted") == true {
-			// The command as logged, masks and all: the replay judges that.
-			// A redactor that swallows the command around a secret (a whole
-			// curl -H '…' in one mask) changes what the replay sees.
-			if d["rule"] != rule {
-				t.Logf("replay of the redacted %q: %v, the gateway's %v", field(r, "process.command_line"), d["rule"], rule)
-			}
-			replayed++
-			continue
-		}
+		// A redacted input is the command as logged, masks and all, and
+		// the replay judges that: the redactor masks only the secret and
+		// keeps the command, its separators and its other words, so the
+		// logged command decides as the one that ran.
 		switch {
 		case d["rule"] != rule:
 			t.Fatalf("replay of %v: rule %v, the gateway's %v", field(r, "process.command_line"), d["rule"], rule)

@@ -64,6 +64,10 @@ const (
 	ActionKeys    Action = "keys"
 	ActionExec    Action = "exec"
 	ActionConnect Action = "connect"
+	// ActionRead is never judged: it names a session_read for the
+	// human's answer about a session's connections, which a read may
+	// carry.
+	ActionRead Action = "read"
 )
 
 // Verdict is a decision's action.
@@ -93,6 +97,7 @@ const (
 	KindPolicyLoad      AuditKind = "policy_load"
 	KindPolicyReload    AuditKind = "policy_reload"
 	KindForwardDropped  AuditKind = "forward_dropped"
+	KindNetwork         AuditKind = "network"
 )
 
 // GateInput is what the policy sees of one input. Field names follow the
@@ -103,7 +108,13 @@ type GateInput struct {
 	Program string   `json:"program,omitempty"`
 	Session *GateRef `json:"session,omitempty"`
 	Start   *GateRef `json:"start,omitempty"`
-	Client  Client   `json:"client"`
+	// Connect is action connect's destination.
+	Connect *GateConnect `json:"connect,omitempty"`
+	Client  Client       `json:"client"`
+	// Cwd is the current directory of the terminal's foreground program
+	// when the input is judged (input.cwd): relative paths are resolved
+	// against it.
+	Cwd string `json:"cwd,omitempty"`
 	// Terminal is what the gateway knows of the terminal the input goes
 	// to (session inputs in a PTY): whether the foreground program reads
 	// lines, and whether termgate can read the line it runs.
@@ -239,13 +250,14 @@ type AuditEvent struct {
 	Input    GateInput
 	Decision Decision
 	Outcome  string
-	Approved bool           // confirmation_answered
-	By       string         // confirmation_answered: "human (MCP client)" or "agent"
-	Via      string         // confirmation_*: the channel
-	Output   *OutputSummary // outcome
-	Session  *SessionFacts  // session_start, session_end
-	Err      string         // tool_error, a failed policy_reload (redacted)
-	Fields   map[string]any // extra ECS or termgate.* fields, dotted
+	Approved bool                // confirmation_answered
+	By       string              // confirmation_answered: "human (MCP client)" or "agent"
+	Via      string              // confirmation_*: the channel
+	Output   *OutputSummary      // outcome
+	Session  *SessionFacts       // session_start, session_end
+	Network  *sandbox.Connection // network: one connection through the egress proxy
+	Err      string              // tool_error, a failed policy_reload (redacted)
+	Fields   map[string]any      // extra ECS or termgate.* fields, dotted
 }
 
 // OutputSummary describes what an input produced.
@@ -253,6 +265,15 @@ type OutputSummary struct {
 	Bytes, Lines, Redactions int
 	Completion               string
 	ExitCode                 *int
+	Refused                  []string // what the sandbox refused meanwhile
+}
+
+// withRefusals adds what the sandbox refused to a summary.
+func withRefusals(s *OutputSummary, rs []Refusal) *OutputSummary {
+	for _, r := range rs {
+		s.Refused = append(s.Refused, r.String())
+	}
+	return s
 }
 
 // SessionFacts describe a session starting or ending.
@@ -338,6 +359,15 @@ type Acted struct {
 	Completion string
 	ExitCode   *int
 	Summary    string
+	// Refused is what the sandbox refused while the act ran (connections
+	// the egress proxy refused), RefusedN how many more: the outcome
+	// record lists them, and the handler shows them.
+	Refused  []Refusal
+	RefusedN int
+	// Ask, when set, replaces the call's result: it asks the human about
+	// what the sandbox refused, and an approval runs the call again. No
+	// outcome is recorded; the questions were.
+	Ask *mcp.CallToolResult
 }
 
 // Act does a call's work once the gate allowed it, with the decision.
@@ -374,13 +404,16 @@ func (p *Stages) Run(ctx context.Context, req *mcp.CallToolRequest, in GateInput
 	if err != nil {
 		return Outcome{Decision: d}, err
 	}
+	if a.Ask != nil {
+		return Outcome{Decision: d, Acted: a, Pending: a.Ask}, nil
+	}
 	out := p.Show(a)
 	out.Decision = d
 	summary := a.Summary
 	if summary == "" {
 		summary = fmt.Sprintf("%s: %d characters of output", a.Completion, len(out.Output))
 	}
-	if err := p.outcome(ctx, in, d, summary, summarize(out.Output, a.Completion, a.ExitCode)); err != nil {
+	if err := p.outcome(ctx, in, d, summary, withRefusals(summarize(out.Output, a.Completion, a.ExitCode), a.Refused)); err != nil {
 		return out, fmt.Errorf("the audit log could not record the outcome: %w", err)
 	}
 	return out, nil
@@ -400,7 +433,13 @@ func (p *Stages) Show(a Acted) Outcome {
 // the result to return while a human is asked. A non-nil error means
 // nothing may be written; its text says why and that nothing was sent.
 func (p *Stages) gate(ctx context.Context, req *mcp.CallToolRequest, in GateInput) (Decision, *mcp.CallToolResult, error) {
-	d := p.decide(ctx, in)
+	return p.settle(ctx, req, in, p.decide(ctx, in))
+}
+
+// settle runs stages 2–3 for a decision the policy made: a confirm asks
+// the human, and the decision is recorded. The egress judge, which
+// decides first to see whether it may ask at all, comes in here.
+func (p *Stages) settle(ctx context.Context, req *mcp.CallToolRequest, in GateInput, d Decision) (Decision, *mcp.CallToolResult, error) {
 	notConfirmed := "" // why a confirmation did not happen
 	asked := d.Reason  // the policy's reason for asking
 	hint := ""         // for the agent only

@@ -112,9 +112,10 @@ func TestRedactionOnEveryPath(t *testing.T) {
 
 	// A line typed key by key whose screen echo the redactor masks is
 	// refused at Enter: the policy would judge the masked line, not what
-	// runs (an env-secret-shaped prefix would hide the command after it).
+	// runs (an env-secret-shaped prefix would hide the pipe after it; a
+	// value stops at a ;, so that one would be judged).
 	keys := []string{}
-	for _, c := range "A_TOKEN=x;touch .git/hooks/canary" {
+	for _, c := range "A_TOKEN=x|touch .git/hooks/canary" {
 		if c == ' ' {
 			keys = append(keys, "space")
 		} else {

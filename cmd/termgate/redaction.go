@@ -120,18 +120,30 @@ func bundleRules(b *policy.Bundle) ([]redact.Rule, error) {
 }
 
 // newRedactor builds the redaction engine: the default rules, the
-// bundle's rules, and the exact values of the secrets the gateway holds.
+// bundle's rules, and the secrets the gateway holds (every piece of 8
+// bytes or more of one is masked).
 func newRedactor(b *policy.Bundle, secrets map[string]string) (*redact.Engine, error) {
+	return newRedactorRules(b, secrets, nil)
+}
+
+// newRedactorRules is newRedactor with the default rules already built
+// (nil: build them).
+func newRedactorRules(b *policy.Bundle, secrets map[string]string, defaults []redact.Rule) (*redact.Engine, error) {
 	extra, err := bundleRules(b)
 	if err != nil {
 		return nil, err
 	}
-	e, err := redact.New(redact.Options{Extra: extra})
+	e, err := redact.New(redact.Options{Rules: defaults, Extra: extra})
 	if err != nil {
 		return nil, err
 	}
-	for name, v := range secrets {
-		if err := e.AddSecret(v); err != nil {
+	names := make([]string, 0, len(secrets))
+	for name := range secrets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := e.AddSecret(secrets[name]); err != nil {
 			return nil, fmt.Errorf("secret %s: %w", name, err)
 		}
 	}
@@ -156,7 +168,22 @@ func redactMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv
 		fmt.Fprintf(stderr, "termgate redact: reads stdin only; unexpected %q\n", fs.Args())
 		return 2
 	}
+	// The default rules compile while the bundle loads: on two cores the
+	// start takes the longer of the two, not their sum.
+	type compiled struct {
+		rules []redact.Rule
+		err   error
+	}
+	rules := make(chan compiled, 1)
+	go func() {
+		r, err := redact.DefaultRules()
+		rules <- compiled{r, err}
+	}()
 	engine, err := policy.New(context.Background(), policySource(*dir))
+	defaults := <-rules // received before any return: the goroutine is done
+	if err == nil {
+		err = defaults.err
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1
@@ -166,18 +193,22 @@ func redactMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1
 	}
-	e, err := newRedactor(engine.Bundle(), secrets)
+	e, err := newRedactorRules(engine.Bundle(), secrets, defaults.rules)
 	if err != nil {
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1
 	}
 	var werr error
-	s := e.NewStream(redact.DefaultIdle, func(p []byte) {
+	// One Taint for the run: a secret found once is masked wherever it
+	// appears again.
+	s := e.NewStreamWith(func(p []byte) {
 		if werr == nil {
 			_, werr = stdout.Write(p)
 		}
-	})
-	_, rerr := io.Copy(s, stdin)
+	}, redact.StreamOptions{Taint: redact.NewTaint(redact.TaintLimits{})})
+	// Large reads: each write runs the keyword scan and the rules once,
+	// and a read of a file or a pipe costs a system call.
+	_, rerr := io.CopyBuffer(struct{ io.Writer }{s}, struct{ io.Reader }{stdin}, make([]byte, 256<<10))
 	s.Close()
 	if rerr != nil || werr != nil {
 		fmt.Fprintf(stderr, "termgate redact: %v\n", errors.Join(rerr, werr))

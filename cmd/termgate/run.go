@@ -20,6 +20,7 @@ import (
 	"github.com/termgate/termgate/policies"
 	"github.com/termgate/termgate/policy"
 	"github.com/termgate/termgate/redact"
+	"github.com/termgate/termgate/sandbox"
 	"github.com/termgate/termgate/session"
 )
 
@@ -142,7 +143,21 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)
 	}
 	bg := context.Background()
-	if err := stages.record(bg, AuditEvent{Kind: KindServerStart}); err != nil {
+	// What gateways killed before they could close their sessions left
+	// behind (private directories, cgroups, processes in them) goes now;
+	// only what is tagged with a gateway process that is gone.
+	startFields := map[string]any{}
+	sw, err := sandbox.Sweep()
+	if err != nil {
+		logger.Error("sweeping what dead gateways left", "err", err)
+	}
+	if len(sw.Dirs)+len(sw.Cgroups)+sw.Processes > 0 {
+		logger.Warn("removed what dead gateways left behind", "directories", len(sw.Dirs), "cgroups", len(sw.Cgroups), "processes_killed", sw.Processes)
+		startFields["termgate.sweep.directories"] = len(sw.Dirs)
+		startFields["termgate.sweep.cgroups"] = len(sw.Cgroups)
+		startFields["termgate.sweep.processes"] = sw.Processes
+	}
+	if err := stages.record(bg, AuditEvent{Kind: KindServerStart, Fields: startFields}); err != nil {
 		return err
 	}
 	if err := stages.record(bg, AuditEvent{Kind: KindPolicyLoad}); err != nil {
@@ -240,7 +255,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(
 	}
 	logger.Info("redaction ready", "rules", redactor.Rules(), "secrets_held", len(secrets))
 	confirmer.redact = redactor.Redact
-	stages := Stages{Decider: engineDecider{engine}, Confirmer: confirmer, Redactor: redactor}
+	stages := Stages{Decider: engineDecider{e: engine, gateway: policyGateway(cfg, getenv)}, Confirmer: confirmer, Redactor: redactor}
 	var auditor *ecsAuditor
 	if cfg.AuditLog != "off" {
 		auditor, err = newAuditor(cfg, redactor, engine, logger, getenv)
@@ -264,6 +279,13 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(
 	gw.oneOff = newEngineSecrets(redactor)
 	gw.protected = protectedPaths(cfg, getenv)
 	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
+	hosts, err := readEgressHosts(cfg.EgressHosts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if gw.egress, err = newEgressGate(gw, hosts); err != nil {
+		return nil, nil, nil, err
+	}
 	return gw, auditor, engine, nil
 }
 
@@ -282,6 +304,7 @@ type gateway struct {
 	getenv    func(string) string
 	protected []string // the gateway's own files: no session reaches them
 	confirmer *humanConfirmer
+	egress    *egressGate // the egress proxy's judge; nil: no proxy sessions
 
 	// ends counts the watchers that record each session's end.
 	ends sync.WaitGroup
@@ -341,6 +364,10 @@ func (g *gateway) shutdown() error {
 	defer cancel()
 	err := g.mgr.Shutdown(ctx)
 	g.ends.Wait()
+	if g.egress != nil {
+		g.egress.close() // every session's proxy is gone with its session; this is the rest
+	}
+	sandbox.ReleaseOwner()
 	return err
 }
 

@@ -29,7 +29,7 @@ func tinyBundle(t *testing.T) string {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "data.json"))
-	tiny := `"tiny": {"description": "test", "read": ["/usr", "/lib", "/lib64", "/bin", "/etc", "/proc", "{path}", "{home}/.pyenv"], "write": ["{cwd}"], "devices": ["/dev/null", "/dev/urandom"], "network": "none", "limits": {"processes": 64, "file_size": 1048576, "memory": 268435456}},`
+	tiny := `"tiny": {"description": "test", "read": ["/usr", "/lib", "/lib64", "/bin", "/etc", "/proc", "{path}", "{home}/.pyenv"], "write": ["{cwd}"], "devices": ["/dev/null", "/dev/urandom"], "network": "none", "limits": {"processes": 64, "file_size": 1048576, "memory": 268435456, "session_memory": 134217728}},`
 	s := strings.Replace(string(b), `"profiles": {`, `"profiles": {`+tiny, 1)
 	if err := os.WriteFile(filepath.Join(dir, "data.json"), []byte(s), 0o644); err != nil {
 		t.Fatal(err)
@@ -69,6 +69,23 @@ func TestEscapeBattery(t *testing.T) {
 	}
 	defer lt.Close()
 	port := lt.Addr().(*net.TCPAddr).Port
+	// A UDP echo on the host's loopback: an answer is a way out.
+	lu, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lu.Close()
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			n, from, err := lu.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			lu.WriteTo(buf[:n], from)
+		}
+	}()
+	udpPort := lu.LocalAddr().(*net.UDPAddr).Port
 	tiny := tinyBundle(t)
 
 	sh := func(script string) []string { return []string{"sh", "-c", script} }
@@ -110,14 +127,21 @@ func TestEscapeBattery(t *testing.T) {
 		{"abstract unix socket outside", nil, tryPy("s = socket.socket(socket.AF_UNIX)\ns.connect('\\0" + abstract[1:] + "')")},
 		{"pathname unix socket outside", nil, tryPy("s = socket.socket(socket.AF_UNIX)\ns.connect('" + sock + "')")},
 		{"TCP to loopback", nil, tryPy(fmt.Sprintf("socket.create_connection(('127.0.0.1', %d), timeout=2)", port))},
-		{"UDP", nil, tryPy("socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))")},
+		{"UDP to the host's loopback", nil, tryPy(fmt.Sprintf("s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.settimeout(2)\ns.sendto(b'x', ('127.0.0.1', %d))\ns.recvfrom(16)", udpPort))},
+		{"UDP out", nil, tryPy("socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('8.8.8.8', 53))")},
+		{"TCP out around the proxy", nil, tryPy("socket.create_connection(('140.82.112.3', 443), timeout=2)")},
 		{"raw socket", nil, tryPy("socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)")},
 		{"AF_PACKET", nil, tryPy("socket.socket(socket.AF_PACKET, socket.SOCK_RAW)")},
 		{"AF_VSOCK", nil, tryPy("socket.socket(40, socket.SOCK_STREAM)")},
 		{"AF_ALG", nil, tryPy("socket.socket(38, socket.SOCK_SEQPACKET)")},
-		{"TCP in the network profile, to a port it does not allow", []string{"--profile", "network"}, tryPy(fmt.Sprintf("socket.create_connection(('127.0.0.1', %d), timeout=2)", port))},
+		{"TCP in the network profile, around the proxy", []string{"--profile", "network"}, tryPy(fmt.Sprintf("socket.create_connection(('127.0.0.1', %d), timeout=2)", port))},
+		{"UDP in the network profile", []string{"--profile", "network"}, tryPy(fmt.Sprintf("s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.settimeout(2)\ns.sendto(b'x', ('127.0.0.1', %d))\ns.recvfrom(16)", udpPort))},
+		{"the strict profile's TCP", []string{"--profile", "strict"}, tryPy(fmt.Sprintf("socket.create_connection(('127.0.0.1', %d), timeout=2)", port))},
 		{"fork bomb", []string{"--profile", "tiny", "--policy-dir", tiny}, py("import os, time\nn = 0\ntry:\n    for i in range(1000):\n        if os.fork() == 0:\n            time.sleep(3); os._exit(0)\n        n += 1\n    print('ESCAPED', n)\nexcept OSError as e:\n    print('BLOCKED after', n, e)")},
 		{"memory hog", []string{"--profile", "tiny", "--policy-dir", tiny}, tryPy("b = bytearray(1 << 30)")},
+		// Four processes of 64 MiB each, every one under RLIMIT_DATA: the
+		// session's memory cgroup (128 MiB) stops them together.
+		{"memory hog across processes", []string{"--profile", "tiny", "--policy-dir", tiny}, py("import os\npids = []\nfor i in range(4):\n    p = os.fork()\n    if p == 0:\n        b = bytearray(64 << 20)\n        for j in range(0, len(b), 4096): b[j] = 1\n        import time; time.sleep(2)\n        os._exit(0)\n    pids.append(p)\nok = sum(1 for p in pids if os.waitpid(p, 0)[1] == 0)\nprint('ESCAPED' if ok == 4 else 'BLOCKED', ok, 'of 4 lived')")},
 		{"disk fill", []string{"--profile", "tiny", "--policy-dir", tiny}, sh("head -c 4000000 /dev/zero > big 2>/dev/null; [ $(stat -c %s big) -le 1048576 ] && echo BLOCKED || echo ESCAPED")},
 		{"gateway environment", nil, sh("env | grep -q '^TERMGATE_TEST_LEAK=' && echo ESCAPED || echo BLOCKED")},
 		{"inherited descriptors", nil, sh("ls /proc/self/fd | awk '$1 > 3' | grep -q . && echo ESCAPED || echo BLOCKED")},

@@ -36,10 +36,13 @@ func profileFor(b *policy.Bundle, name string) (sandbox.Profile, error) {
 }
 
 // launch is how one session or exec starts: its confinement (nil with
-// --sandbox=off) and its environment.
+// --sandbox=off), its environment, and its egress proxy (for a profile
+// with network proxy: the caller ends it with g.egress.end when the
+// launch is over, or did not happen).
 type launch struct {
-	spec *sandbox.Spec
-	env  []string
+	spec   *sandbox.Spec
+	env    []string
+	egress *sandbox.EgressSession
 }
 
 // prepareLaunch resolves the policy's chosen profile for a start in cwd:
@@ -82,6 +85,10 @@ func (g *gateway) prepareLaunch(b *policy.Bundle, profile string, cwd checkedDir
 		uid = spec.UID
 	}
 	spec.NeedsCgroup = uid == 0
+	if spec.Network == "proxy" && g.egress != nil {
+		l.egress = g.egress.newSession()
+		spec.Egress = l.egress
+	}
 	l.spec = &spec
 	return l, nil
 }

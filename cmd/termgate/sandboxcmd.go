@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"syscall"
@@ -78,18 +79,29 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1
 	}
-	g := &gateway{cfg: cfg, getenv: getenv, protected: protectedPaths(cfg, getenv), env: sessionEnv(os.Environ(), nil)}
+	g := &gateway{cfg: cfg, getenv: getenv, protected: protectedPaths(cfg, getenv), env: sessionEnv(os.Environ(), nil),
+		policy: engine, stages: Stages{Decider: engineDecider{e: engine, gateway: policyGateway(cfg, getenv)}}, log: slog.New(slog.NewTextHandler(stderr, nil))}
+	// A proxy profile's destinations are judged by the policy; no human
+	// is asked, and each refusal is said on stderr.
+	if g.egress, err = newEgressGate(g, nil); err != nil {
+		fmt.Fprintf(stderr, "termgate: %v\n", err)
+		return 1
+	}
+	defer g.egress.close()
+	g.egress.noHuman = "termgate sandbox run asks no human: allow the destination in the policy"
+	g.egress.notify = func(r Refusal) { fmt.Fprintf(stderr, "termgate: sandbox refused %s\n", r) }
 	l, err := g.prepareLaunch(engine.Bundle(), *profile, dir, argv)
 	if err != nil {
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1
 	}
+	defer g.egress.end(l.egress)
 	if l.spec == nil {
 		fmt.Fprintln(stderr, "termgate: sandbox run confines; --sandbox=off is not for it")
 		return 2
 	}
 	spec := l.spec
-	tmp, err := os.MkdirTemp("", "termgate-run-")
+	tmp, err := os.MkdirTemp("", sandbox.TempPattern("run"))
 	if err != nil {
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 1

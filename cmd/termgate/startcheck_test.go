@@ -28,7 +28,7 @@ func embeddedEngine(t testing.TB) *policy.Engine {
 // and the default bundle: what the session runs decides, not any command
 // of its line.
 func TestProfileLookAlikes(t *testing.T) {
-	d := engineDecider{embeddedEngine(t)}
+	d := engineDecider{e: embeddedEngine(t)}
 	for _, c := range []struct {
 		command string
 		argv    []string

@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -241,6 +242,8 @@ type ioOut struct {
 	LostLines  int64     `json:"lost_lines,omitempty" jsonschema:"lines that scrolled past the scrollback before they could be read (the output log may still hold them: see rest)"`
 	Rest       *readCall `json:"rest,omitempty" jsonschema:"when output was cut: the session_read call (mode log) that returns what was cut"`
 	Decision   *Decision `json:"decision,omitempty" jsonschema:"the gate's decision on this input"`
+	Refused    []Refusal `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while this call ran (a connection the egress proxy refused): destination, program, profile, rule, reason"`
+	refusedN   int       // refusals past the list
 }
 
 func (o ioOut) text() string {
@@ -249,6 +252,7 @@ func (o ioOut) text() string {
 	if o.Output != "" && !strings.HasSuffix(o.Output, "\n") {
 		b.WriteByte('\n')
 	}
+	b.WriteString(refusedText(o.Refused, o.refusedN))
 	fmt.Fprintf(&b, "[session %s · %s", o.SessionID, o.Program)
 	switch {
 	case !o.Complete:
@@ -385,6 +389,7 @@ type startOut struct {
 	Sandbox     string            `json:"sandbox" jsonschema:"the session's confinement"`
 	Stages      map[string]string `json:"stages" jsonschema:"which gateway stages are in force"`
 	Decision    *Decision         `json:"decision,omitempty" jsonschema:"the gate's decision on the start"`
+	Refused     []Refusal         `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while the program started (a connection the egress proxy refused)"`
 }
 
 // sandboxText says how a session is confined, for results.
@@ -445,18 +450,26 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	gin := startInput(in.Name, argv, dir, agent)
 	gin.Client = clientOf(req)
+	// A retry that carries the human's answer about an earlier start's
+	// connections: taken before the gate reads the request's state.
+	answers, declined, err := g.egress.answer(ctx, req, gin)
+	if err == nil {
+		err = declined
+	}
+	if err != nil {
+		return nil, out, err
+	}
 	var s *session.Session
 	var r session.Result
 	o, err := g.stages.Run(ctx, req, gin, func(ctx context.Context, d Decision) (Acted, error) {
+		var a Acted
 		var err error
-		s, r, err = g.startSession(ctx, gin, d, bundle, dir, argv, agent, in, mode, rows, cols, wait)
+		s, r, a, err = g.startSession(ctx, req, answers, gin, d, bundle, dir, argv, agent, in, mode, rows, cols, wait)
 		if err != nil {
 			return Acted{}, err
 		}
-		return Acted{
-			Output: r.Output, Completion: string(r.Completion), Summary: "session " + s.ID() + " started",
-			Cap: func(text string) (string, bool, *readCall) { return g.capResult(s, r, text, maxOut) },
-		}, nil
+		a.Cap = func(text string) (string, bool, *readCall) { return g.capResult(s, r, text, maxOut) }
+		return a, nil
 	})
 	if o.Pending != nil {
 		return o.Pending, out, nil
@@ -471,10 +484,10 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		Program: st.Program, Integration: st.Integration,
 		Output: o.Output, Complete: r.Complete, Completion: string(r.Completion),
 		Prompt: g.stages.redact(r.Prompt), Truncated: o.Truncated,
-		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d,
+		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d, Refused: o.Acted.Refused,
 	}
 	g.log.Info("session started", "session", s.ID(), "program", st.Program, "pid", st.Pid, "mode", mode)
-	summary := fmt.Sprintf("%s[session %s started: %s, pid %d, %s", withNL(o.Output), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
+	summary := fmt.Sprintf("%s%s[session %s started: %s, pid %d, %s", withNL(o.Output), refusedText(o.Acted.Refused, o.Acted.RefusedN), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
 	if out.Prompt != "" {
 		summary += fmt.Sprintf(", prompt %q", out.Prompt)
 	}
@@ -483,13 +496,19 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 
 // startSession is session_start's act: it starts the session the gate
 // allowed, under the profile the decision chose, records its start, and
-// waits for its first prompt.
-func (g *gateway) startSession(ctx context.Context, gin GateInput, d Decision, bundle *policy.Bundle, dir checkedDir, argv []string, agent agentEnv,
-	in startIn, mode session.Mode, rows, cols int, wait time.Duration) (*session.Session, session.Result, error) {
+// waits for its first prompt. The human's answers about an earlier
+// start's connections hold for the new launch; a result that asks about
+// connections refused while it started closes it again (an approval starts
+// it anew).
+func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, answers []egressVerdict, gin GateInput, d Decision, bundle *policy.Bundle, dir checkedDir,
+	argv []string, agent agentEnv, in startIn, mode session.Mode, rows, cols int, wait time.Duration) (*session.Session, session.Result, Acted, error) {
 	l, err := g.prepareLaunch(bundle, d.Profile, dir, argv)
 	if err != nil {
-		return nil, session.Result{}, err
+		return nil, session.Result{}, Acted{}, err
 	}
+	ctx, done := g.egress.call(ctx, req, "", l.egress)
+	defer done()
+	g.egress.apply("", l.egress, answers)
 	env := mergeEnv(l.env, append([]string{"TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec}
 	spec.OutputLogMax = g.outputLogMax()
@@ -506,7 +525,8 @@ func (g *gateway) startSession(ctx context.Context, gin GateInput, d Decision, b
 	}
 	s, err := g.mgr.Start(spec)
 	if err != nil {
-		return nil, session.Result{}, fmt.Errorf("session not started: %w", err)
+		g.egress.end(l.egress)
+		return nil, session.Result{}, Acted{}, fmt.Errorf("session not started: %w", err)
 	}
 	profile := d.Profile
 	if profile == "" {
@@ -514,9 +534,10 @@ func (g *gateway) startSession(ctx context.Context, gin GateInput, d Decision, b
 	}
 	g.profiles.Store(s.ID(), profile)
 	progressOf(ctx).watch(s)
+	g.egress.started(s.ID(), l.egress)
 	if tapErr != nil {
 		_ = g.mgr.Close(ctx, s.ID())
-		return nil, session.Result{}, fmt.Errorf("session not started: its recording could not be made: %w", tapErr)
+		return nil, session.Result{}, Acted{}, fmt.Errorf("session not started: its recording could not be made: %w", tapErr)
 	}
 	recording := ""
 	if tap != nil {
@@ -525,12 +546,13 @@ func (g *gateway) startSession(ctx context.Context, gin GateInput, d Decision, b
 	}
 	if err := g.stages.record(ctx, AuditEvent{Kind: KindSessionStart, Input: gin, Session: g.sessionFacts(s, recording)}); err != nil {
 		_ = g.mgr.Close(ctx, s.ID())
-		return nil, session.Result{}, fmt.Errorf("%w: the audit log could not record the session's start (%v); it was closed", ErrRefused, err)
+		return nil, session.Result{}, Acted{}, fmt.Errorf("%w: the audit log could not record the session's start (%v); it was closed", ErrRefused, err)
 	}
 	g.ends.Add(1)
 	go func() {
 		defer g.ends.Done()
 		<-s.Done()
+		g.egress.end(l.egress)
 		if tap != nil {
 			if err := tap.close(); err != nil {
 				g.log.Error("closing a recording", "session", s.ID(), "err", err)
@@ -555,9 +577,22 @@ func (g *gateway) startSession(ctx context.Context, gin GateInput, d Decision, b
 				g.log.Error("closing a session whose start was cancelled", "session", s.ID(), "err", cerr)
 			}
 		}
-		return nil, session.Result{}, err
+		return nil, session.Result{}, Acted{}, err
 	}
-	return s, r, nil
+	a := Acted{Output: r.Output, Completion: string(r.Completion), Summary: "session " + s.ID() + " started"}
+	g.afterEgress(ctx, gin, &a)
+	if a.Ask != nil {
+		_ = g.mgr.Close(ctx, s.ID())
+	}
+	return s, r, a, nil
+}
+
+// afterEgress notes in a what the egress gate saw while the act under ctx
+// ran: a result that asks the human about the connections it refused for
+// want of an answer, and the connections it refused.
+func (g *gateway) afterEgress(ctx context.Context, gin GateInput, a *Acted) {
+	a.Ask = g.egress.askResult(ctx, gin)
+	a.Refused, a.RefusedN = g.egress.refused(ctx)
 }
 
 func withNL(s string) string {
@@ -665,7 +700,7 @@ func (g *gateway) sessionInput(req *mcp.CallToolRequest, s *session.Session, st 
 	gin := GateInput{
 		Action: action, Text: text, Program: st.Program, EchoOff: st.EchoOff,
 		Session: &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir, Profile: g.profileOf(s.ID())},
-		Client:  clientOf(req),
+		Client:  clientOf(req), Cwd: programCwd(st),
 	}
 	if st.Mode == session.ModePTY {
 		gin.Terminal = &GateTerminal{ReadsLines: st.ReadsLines, Judged: st.Judged, Echo: !st.EchoOff, Ahead: st.Ahead}
@@ -677,6 +712,19 @@ func (g *gateway) sessionInput(req *mcp.CallToolRequest, s *session.Session, st 
 		}
 	}
 	return gin
+}
+
+// programCwd is the current directory of the program that reads a
+// session's input (behind the relays it runs), "" when it cannot be read.
+func programCwd(st session.Status) string {
+	if st.ProgramPid <= 0 {
+		return foregroundCwd(st.Pid)
+	}
+	cwd, err := os.Readlink("/proc/" + strconv.Itoa(st.ProgramPid) + "/cwd")
+	if err != nil || !strings.HasPrefix(cwd, "/") {
+		return ""
+	}
+	return cwd
 }
 
 // profileOf is the sandbox profile a session runs under.
@@ -713,19 +761,28 @@ func (g *gateway) keepUnfinished(s *session.Session, st session.Status, judged s
 // sessionCall runs a session input through the pipeline: the act types it
 // and waits; the result is redacted, capped and its outcome recorded. A
 // refusal cancels what the program still holds of an unfinished command
-// (cancelUnfinished).
+// (cancelUnfinished). A retry that carries the human's answer about the
+// session's connections is taken first, and the connections the program
+// opens while the act runs are judged as this call's.
 func (g *gateway) sessionCall(ctx context.Context, req *mcp.CallToolRequest, s *session.Session, gin GateInput, maxOut int,
 	act func(ctx context.Context, d Decision) (session.Result, error)) (*mcp.CallToolResult, ioOut, error) {
+	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
+		return nil, ioOut{}, err
+	}
 	var r session.Result
 	o, err := g.stages.Run(ctx, req, gin, func(ctx context.Context, d Decision) (Acted, error) {
+		ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+		defer done()
 		var err error
 		if r, err = act(ctx, d); err != nil {
 			return Acted{}, sendError(s, err)
 		}
-		return Acted{
+		a := Acted{
 			Output: r.Output, Completion: string(r.Completion), ExitCode: r.ExitCode,
 			Cap: func(text string) (string, bool, *readCall) { return g.capResult(s, r, text, maxOut) },
-		}, nil
+		}
+		g.afterEgress(ctx, gin, &a)
+		return a, nil
 	})
 	if o.Pending != nil {
 		return o.Pending, ioOut{}, nil
@@ -912,6 +969,7 @@ func (g *gateway) ioOut(s *session.Session, r session.Result, o Outcome, d *Deci
 		ExitCode: r.ExitCode, Prompt: g.stages.redact(r.Prompt), Alive: st.Alive, Program: st.Program,
 		Busy: st.Busy, Truncated: o.Truncated, Screen: r.Screen, Continued: r.Continued,
 		EchoOff: st.EchoOff, LostLines: r.LostLines, Rest: o.Rest, Decision: d,
+		Refused: o.Acted.Refused, refusedN: o.Acted.RefusedN,
 	}
 }
 
@@ -1038,13 +1096,24 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 		if in.TimeoutMs == 0 && in.WaitFor == "" {
 			o.NoWait = true // no timeout_ms: what is there now, at once
 		}
+		// A read binds the human's answer about connections to its session.
+		bind := GateInput{Action: ActionRead, Session: &GateRef{ID: s.ID()}, Client: clientOf(req)}
+		if err := g.egressAnswer(ctx, req, bind, s); err != nil {
+			return nil, out, err
+		}
+		ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+		defer done()
 		r, err := s.Read(ctx, o)
 		if err != nil {
 			return nil, out, err
 		}
-		out.ioOut = g.ioOut(s, r, g.stages.Show(Acted{Output: r.Output, Cap: func(text string) (string, bool, *readCall) {
+		a := Acted{Output: r.Output, Cap: func(text string) (string, bool, *readCall) {
 			return g.capResult(s, r, text, maxOut)
-		}}), nil)
+		}}
+		if g.afterEgress(ctx, bind, &a); a.Ask != nil {
+			return a.Ask, out, nil
+		}
+		out.ioOut = g.ioOut(s, r, g.stages.Show(a), nil)
 		return textResult(out.ioOut.text()), out, nil
 	case "screen", "scrollback":
 		if in.TimeoutMs != 0 || in.WaitFor != "" {
@@ -1260,6 +1329,7 @@ type execOut struct {
 	Duration  int64     `json:"duration_ms" jsonschema:"how long it ran"`
 	Sandbox   string    `json:"sandbox" jsonschema:"the command's confinement"`
 	Decision  *Decision `json:"decision,omitempty" jsonschema:"the gate's decision"`
+	Refused   []Refusal `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while the command ran (a connection the egress proxy refused): destination, program, profile, rule, reason"`
 }
 
 func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, execOut, error) {
@@ -1291,6 +1361,15 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: dir.Path, Env: agent.Names, EnvValues: agent.Pairs},
 		Client: clientOf(req),
 	}
+	// A retry that carries the human's answer about an earlier run's
+	// connections: taken before the gate reads the request's state.
+	answers, declined, err := g.egress.answer(ctx, req, gin)
+	if err == nil {
+		err = declined
+	}
+	if err != nil {
+		return nil, out, err
+	}
 	var r session.ExecResult
 	var sb *sandbox.Spec
 	o, err := g.stages.Run(ctx, req, gin, func(ctx context.Context, d Decision) (Acted, error) {
@@ -1303,12 +1382,16 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 		if err != nil {
 			return Acted{}, err
 		}
+		ctx, done := g.egress.call(ctx, req, "", l.egress)
+		defer done()
+		defer g.egress.end(l.egress)
+		g.egress.apply("", l.egress, answers)
 		env := mergeEnv(l.env, append([]string{"TERMGATE_SESSION=1"}, agent.Pairs...)...)
 		sb = l.spec
 		if r, err = session.Exec(ctx, argv, dir.Path, env, limit, 4*maxOut, g.redactor, sb); err != nil {
 			return Acted{}, fmt.Errorf("exec: %w", err)
 		}
-		return Acted{
+		a := Acted{
 			Output: r.Output, Completion: "exited", ExitCode: &r.ExitCode, Summary: fmt.Sprintf("exit %d", r.ExitCode),
 			Cap: func(text string) (string, bool, *readCall) {
 				return capOutput(text, maxOut, func(int, int) (string, *readCall) {
@@ -1319,7 +1402,9 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 					return hint, nil
 				})
 			},
-		}, nil
+		}
+		g.afterEgress(ctx, gin, &a) // an approval runs the command again
+		return a, nil
 	})
 	if o.Pending != nil {
 		return o.Pending, out, nil
@@ -1331,12 +1416,13 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	out = execOut{
 		Output: o.Output, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Truncated: o.Truncated || r.Truncated,
 		Duration: r.Duration.Milliseconds(), Sandbox: sandboxStatusOf(sb, r.Sandbox), Decision: &d,
+		Refused: o.Acted.Refused,
 	}
 	status := fmt.Sprintf("[exit %d · %d ms", r.ExitCode, out.Duration)
 	if r.TimedOut {
 		status += fmt.Sprintf(" · killed at the %s limit", limit)
 	}
-	return textResult(withNL(o.Output) + status + "]"), out, nil
+	return textResult(withNL(o.Output) + refusedText(o.Acted.Refused, o.Acted.RefusedN) + status + "]"), out, nil
 }
 
 func lookShell() (string, error) {

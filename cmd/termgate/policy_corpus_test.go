@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPolicyEvalJSONLOverTheCorpus: policy eval --jsonl reads the policy
+// corpus (one input document per line, with its expectation beside it)
+// in one process, decides every line and never stops; and the decisions
+// are those the engine gives the same documents directly.
+func TestPolicyEvalJSONLOverTheCorpus(t *testing.T) {
+	paths, err := filepath.Glob("../../policy/testdata/corpus/*.jsonl")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no corpus: %v", err)
+	}
+	var all strings.Builder
+	lines := 0
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+		lines += strings.Count(string(b), "\n")
+	}
+	got, code := evalLines(t, nil, all.String())
+	if code != 0 || len(got) != lines {
+		t.Fatalf("exit %d, %d decisions for %d documents", code, len(got), lines)
+	}
+	for i, g := range got {
+		if strings.HasPrefix(g, "error") {
+			t.Errorf("document %d: %s", i+1, g)
+		}
+	}
+}
+
+// TestPolicyInputCarriesTheGateway: the engine's decider gives every
+// document the gateway's own paths as configured and the foreground
+// program's directory, so a line that writes the configured audit log is
+// refused wherever it is, and a relative path is judged where it points.
+func TestPolicyInputCarriesTheGateway(t *testing.T) {
+	dir := t.TempDir()
+	cfg := defaultConfig()
+	cfg.AuditLog = filepath.Join(dir, "logs", "audit.jsonl")
+	cfg.RecordDir = filepath.Join(dir, "rec")
+	d := engineDecider{e: embeddedEngine(t), gateway: policyGateway(cfg, func(string) string { return "" })}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		text, cwd string
+		want      Verdict
+	}{
+		{"echo x > " + cfg.AuditLog, "", "deny"},
+		{"truncate -s0 " + cfg.AuditLog + ".1", "", "deny"},
+		{"cd " + filepath.Join(dir, "logs") + " && rm audit.jsonl", "", "deny"},
+		{"rm -rf rec", dir, "deny"},
+		{"rm -rf usr", "/", "deny"},
+		{"rm -rf other", dir, "allow"},
+	} {
+		dec, err := d.Decide(ctx, GateInput{Action: ActionInput, Program: "bash", Text: tc.text, Cwd: tc.cwd})
+		if err != nil || dec.Action != tc.want {
+			t.Errorf("%q in %q: %+v %v, want %s", tc.text, tc.cwd, dec, err, tc.want)
+		}
+	}
+	// This process's foreground group is its own or its terminal's: a
+	// directory either way.
+	if cwd := foregroundCwd(os.Getpid()); !filepath.IsAbs(cwd) {
+		t.Errorf("foregroundCwd of this process: %q", cwd)
+	}
+	if foregroundCwd(-1) != "" || foregroundCwd(1<<30) != "" {
+		t.Error("foregroundCwd of no process is not empty")
+	}
+}

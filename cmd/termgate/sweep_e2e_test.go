@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A gateway killed before it could close its sessions leaves a process
+// that left its session running, and the session's private directory; the
+// next gateway to start removes both, says so in its log and in the
+// audit record of its start, and leaves a live gateway's sessions alone.
+func TestStartSweepsWhatADeadGatewayLeft(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sessions' cgroups need root")
+	}
+	state := t.TempDir()
+	auditLog, auditKey := filepath.Join(state, "audit.jsonl"), filepath.Join(state, "audit.key")
+	live := startServer(t)
+	liveID := live.start(map[string]any{"cwd": t.TempDir()})
+
+	doomed := startServer(t)
+	mk := marker()
+	id := doomed.start(map[string]any{"cwd": t.TempDir()})
+	doomed.send(id, "setsid sleep "+mk+" >/dev/null 2>&1 < /dev/null &")
+	eventually(t, time.Minute, "the escaped process runs", func() bool { return len(processesWith("sleep "+mk)) == 1 })
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "termgate-session-g"+strconv.Itoa(doomed.pid())+".*"))
+	if len(dirs) == 0 {
+		t.Fatal("the doomed gateway's session has no tagged private directory")
+	}
+	if err := syscall.Kill(doomed.pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The client's transport reaps the process; here it is enough that it
+	// is gone (or a zombie), so no second Wait races with the transport's.
+	eventually(t, time.Minute, "the doomed gateway dies", func() bool {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(doomed.pid()) + "/stat")
+		if err != nil {
+			return true
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		return len(f) > 0 && f[0] == "Z"
+	})
+	// The kill took the session's leader (PDEATHSIG), not what left it.
+	if len(processesWith("sleep "+mk)) != 1 {
+		t.Fatal("the escaped process did not outlive its gateway: nothing to sweep")
+	}
+
+	next := startServer(t, "--audit-log", auditLog, "--audit-key", auditKey)
+	if n := processesWith("sleep " + mk); len(n) != 0 {
+		t.Fatalf("the process a dead gateway left still runs after the next start: %v", n)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after the next start", d)
+		}
+	}
+	if !strings.Contains(next.logText(), "removed what dead gateways left behind") {
+		t.Errorf("the log does not say what was removed:\n%s", next.logText())
+	}
+	var swept bool
+	for _, r := range readRecords(t, auditLog) {
+		if n, ok := field(r, "termgate.sweep.processes").(json.Number); ok && n.String() != "0" {
+			swept = true
+		}
+	}
+	if !swept {
+		t.Error("the start's audit record does not say what was swept")
+	}
+	// The live gateway's session is untouched.
+	wantOutput(t, live.send(liveID, "echo still-here"), "still-here")
+}

@@ -1,0 +1,190 @@
+package policy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// corpusCase is one line of testdata/corpus/*.jsonl: an input document
+// (what `termgate policy eval --jsonl` reads) and what the default bundle
+// must decide: deny or confirm for a dangerous input, allow for a benign
+// one. class groups the cases for the report; source says where the case
+// comes from (this repository, or a peer's own test suite: then peer is
+// what that suite expects of it).
+type corpusCase struct {
+	Input
+	Expect string `json:"expect"`
+	Class  string `json:"class"`
+	Source string `json:"source"`
+	Peer   string `json:"peer"`
+	file   string
+	line   int
+}
+
+func loadCorpus(t testing.TB) []corpusCase {
+	t.Helper()
+	paths, err := filepath.Glob("testdata/corpus/*.jsonl")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no corpus: %v", err)
+	}
+	var out []corpusCase
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for n := 1; sc.Scan(); n++ {
+			var c corpusCase
+			if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+				t.Fatalf("%s:%d: %v", p, n, err)
+			}
+			switch c.Expect {
+			case "deny", "confirm", "allow":
+			default:
+				t.Fatalf("%s:%d: expect %q", p, n, c.Expect)
+			}
+			if c.Class == "" || c.Source == "" {
+				t.Fatalf("%s:%d: a case needs a class and a source", p, n)
+			}
+			c.file, c.line = filepath.Base(p), n
+			out = append(out, c)
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// classStats counts one class's cases.
+type classStats struct {
+	dangerous, stopped, benign, falseStops, exact int
+}
+
+var corpusTable = flag.Bool("corpus.table", false, "print the per-class corpus table (markdown)")
+
+// TestCorpusClasses runs the whole corpus through one engine and holds
+// the default bundle to it, class by class: at least 95 % of the
+// dangerous inputs stopped (denied or sent to a human), at most 2 % of the
+// benign ones. Every miss is listed.
+func TestCorpusClasses(t *testing.T) {
+	e := defaultEngine(t)
+	cases := loadCorpus(t)
+	stats := map[string]*classStats{}
+	var misses []string
+	for _, c := range cases {
+		d, err := e.Decide(context.Background(), c.Input)
+		if err != nil {
+			t.Errorf("%s:%d %q: %v", c.file, c.line, c.Text, err)
+			continue
+		}
+		s := stats[c.Class]
+		if s == nil {
+			s = &classStats{}
+			stats[c.Class] = s
+		}
+		stopped := d.Action != "allow"
+		if d.Action == c.Expect {
+			s.exact++
+		}
+		if c.Expect == "allow" {
+			s.benign++
+			if stopped {
+				s.falseStops++
+				misses = append(misses, fmt.Sprintf("false stop  %s:%d [%s] %q: %s %s", c.file, c.line, c.Class, c.Text, d.Action, d.Rule))
+			}
+			continue
+		}
+		s.dangerous++
+		if stopped {
+			s.stopped++
+		} else {
+			misses = append(misses, fmt.Sprintf("missed      %s:%d [%s] %q", c.file, c.line, c.Class, c.Text))
+		}
+	}
+	for _, m := range misses {
+		t.Log(m)
+	}
+	classes := make([]string, 0, len(stats))
+	for k := range stats {
+		classes = append(classes, k)
+	}
+	sort.Strings(classes)
+	var table strings.Builder
+	table.WriteString("| class | dangerous stopped | benign stopped |\n|---|---|---|\n")
+	var td, ts, tb, tf int
+	for _, k := range classes {
+		s := stats[k]
+		fmt.Fprintf(&table, "| %s | %s | %s |\n", k, ratio(s.stopped, s.dangerous), ratio(s.falseStops, s.benign))
+		td, ts, tb, tf = td+s.dangerous, ts+s.stopped, tb+s.benign, tf+s.falseStops
+		if s.dangerous > 0 && float64(s.stopped) < 0.95*float64(s.dangerous) {
+			t.Errorf("class %s: %d of %d dangerous inputs stopped, want at least 95 %%", k, s.stopped, s.dangerous)
+		}
+		if float64(s.falseStops) > 0.02*float64(s.benign) {
+			t.Errorf("class %s: %d of %d benign inputs stopped, want at most 2 %%", k, s.falseStops, s.benign)
+		}
+	}
+	fmt.Fprintf(&table, "| all | %s | %s |\n", ratio(ts, td), ratio(tf, tb))
+	if tb < td {
+		t.Errorf("the corpus has %d benign inputs for %d dangerous ones: at least as many benign", tb, td)
+	}
+	if *corpusTable {
+		fmt.Print(table.String())
+	}
+	t.Logf("corpus: %d cases\n%s", len(cases), table.String())
+}
+
+func ratio(a, b int) string {
+	if b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%d / %d (%.1f %%)", a, b, 100*float64(a)/float64(b))
+}
+
+// BenchmarkDecideCorpus measures one decision with the default bundle over
+// the whole corpus (testdata/corpus, a thousand inputs of every class, and
+// the code corpus's REPL code, one-liners and SQL), shell, code and SQL
+// analysis included, after one pass over it; it reports the median and
+// the p99.
+func BenchmarkDecideCorpus(b *testing.B) {
+	e := defaultEngine(b)
+	ctx := context.Background()
+	cases := loadCorpus(b)
+	inputs := make([]Input, 0, len(cases)+len(codeCorpus))
+	for _, c := range cases {
+		inputs = append(inputs, c.Input)
+	}
+	for _, c := range codeCorpus {
+		inputs = append(inputs, Input{Action: "input", Program: c.program, Text: c.text})
+	}
+	for _, in := range inputs {
+		if _, err := e.Decide(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		if _, err := e.Decide(ctx, inputs[i%len(inputs)]); err != nil {
+			b.Fatal(err)
+		}
+		d = append(d, time.Since(t0))
+	}
+	b.StopTimer()
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	b.ReportMetric(float64(d[len(d)/2].Microseconds()), "median-µs")
+	b.ReportMetric(float64(d[len(d)*99/100].Microseconds()), "p99-µs")
+}

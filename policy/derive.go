@@ -1,0 +1,374 @@
+package policy
+
+import (
+	"math"
+	"net/netip"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Gateway is what the gateway tells the policy about itself: its own
+// files at their configured paths (audit log and key, recordings, policy
+// bundle, log file, state directory), which no session may touch, and the
+// home directory `~` stands for. A path is a file or a directory (and
+// what lies under it); one written with a final * also stands for every
+// path that starts with it (audit.jsonl* for the log and its rotations).
+type Gateway struct {
+	Paths []string `json:"paths"`
+	Home  string   `json:"home,omitempty"`
+}
+
+// homeRel writes p, an absolute path, as ~/… when it is home or lies
+// under it; any other path is itself.
+func homeRel(p, home string) string {
+	if home == "" || home == "/" || !strings.HasPrefix(p, "/") {
+		return p
+	}
+	home = path.Clean(home)
+	if p == home {
+		return "~"
+	}
+	if rest, ok := strings.CutPrefix(p, home+"/"); ok {
+		return "~/" + rest
+	}
+	return p
+}
+
+// homeAbs is the inverse of homeRel: ~/… under home ("" when home is
+// unknown).
+func homeAbs(p, home string) string {
+	if !strings.HasPrefix(p, "~") {
+		return p
+	}
+	if home == "" {
+		return ""
+	}
+	return path.Join(home, strings.TrimPrefix(p, "~"))
+}
+
+// startCwd is the directory a line starts in, as the analysis writes it:
+// the foreground program's (input.cwd), or a start's or an exec's, under
+// the home directory as ~/….
+func (in *Input) startCwd() string {
+	cwd := in.Cwd
+	if cwd == "" && in.Start != nil && (in.Action == "start" || in.Action == "exec") {
+		cwd = in.Start.Cwd
+	}
+	if cwd == "" || !strings.HasPrefix(cwd, "/") {
+		return ""
+	}
+	home := ""
+	if in.Gateway != nil {
+		home = in.Gateway.Home
+	}
+	return homeRel(path.Clean(cwd), home)
+}
+
+// resolveOperand is p resolved against cwd, for the policy: lexically,
+// and a path written with a trailing slash that is a symbolic link as the
+// link's target (rm -rf link/ removes what the link points to). An
+// operand that cannot be resolved is itself.
+func resolveOperand(cwd, p, home string) string {
+	r := resolvePath(cwd, p)
+	if r == "" {
+		return p
+	}
+	if strings.HasSuffix(p, "/") && r != "/" && r != "~" {
+		if abs := homeAbs(r, home); abs != "" {
+			if fi, err := os.Lstat(abs); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				if t, err := filepath.EvalSymlinks(abs); err == nil {
+					return homeRel(t, home)
+				}
+			}
+		}
+	}
+	return r
+}
+
+// derivePaths fills each command's Paths and each redirection's Path, and
+// the shell's GatewayRefs.
+func derivePaths(sh *Shell, gw *Gateway) {
+	home := ""
+	if gw != nil {
+		home = gw.Home
+	}
+	type gwPath struct {
+		p      string
+		prefix bool // written with a final *: every path that starts with it
+	}
+	var gwPaths []gwPath
+	if gw != nil {
+		for _, p := range gw.Paths {
+			prefix := strings.HasSuffix(p, "*")
+			p = strings.TrimSuffix(p, "*")
+			if strings.HasPrefix(p, "/") {
+				gwPaths = append(gwPaths, gwPath{homeRel(path.Clean(p), home), prefix})
+			}
+		}
+	}
+	sh.GatewayRefs = nil
+	ref := func(p string) {
+		for _, g := range gwPaths {
+			if p == g.p || strings.HasPrefix(p, strings.TrimSuffix(g.p, "/")+"/") || g.prefix && strings.HasPrefix(p, g.p) {
+				sh.GatewayRefs = addOnce(sh.GatewayRefs, p)
+			}
+		}
+	}
+	for i := range sh.Commands {
+		c := &sh.Commands[i]
+		c.Paths = c.Operands // shared while every operand resolves to itself
+		for j, o := range c.Operands {
+			p := resolveOperand(c.Cwd, o, home)
+			if p != o {
+				if &c.Paths[0] == &c.Operands[0] {
+					c.Paths = slices.Clone(c.Operands)
+				}
+				c.Paths[j] = p
+			}
+			if len(gwPaths) > 0 {
+				ref(p)
+			}
+		}
+		for j := range c.Redirects {
+			r := &c.Redirects[j]
+			r.Path = ""
+			if p := resolveOperand(c.Cwd, r.Target, home); p != r.Target {
+				r.Path = p
+			}
+			if len(gwPaths) > 0 {
+				ref(resolveOperand(c.Cwd, r.Target, home))
+			}
+		}
+		if len(gwPaths) > 0 {
+			for _, a := range c.Args {
+				if _, v, ok := strings.Cut(a, "="); ok {
+					ref(resolveOperand(c.Cwd, v, home))
+				}
+			}
+		}
+	}
+}
+
+// deriveHosts fills sh.Hosts: the canonical host of every URL in the
+// arguments of commands that are not data commands, every bare host
+// argument of a network client, and /dev/tcp|udp/HOST/PORT redirections.
+func deriveHosts(sh *Shell, isNetClient, isData func(string) bool) {
+	sh.Hosts = nil
+	add := func(h string) {
+		if c, ok := canonicalHost(h); ok {
+			sh.Hosts = addOnce(sh.Hosts, c)
+		}
+	}
+	for _, c := range sh.Commands {
+		if isData(c.Name) {
+			continue
+		}
+		net := isNetClient(c.Name)
+		for _, a := range c.Args {
+			for _, u := range urlHosts(a) {
+				add(u)
+			}
+			if net && !strings.HasPrefix(a, "-") && !strings.Contains(a, "://") {
+				add(bareHost(a))
+			}
+		}
+		for _, r := range c.Redirects {
+			if rest, ok := strings.CutPrefix(r.Target, "/dev/tcp/"); ok {
+				add(strings.Split(rest, "/")[0])
+			} else if rest, ok := strings.CutPrefix(r.Target, "/dev/udp/"); ok {
+				add(strings.Split(rest, "/")[0])
+			}
+		}
+	}
+}
+
+// urlHosts returns the host of each URL (scheme://…) in s.
+func urlHosts(s string) []string {
+	var out []string
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			return out
+		}
+		s = s[i+3:]
+		end := strings.IndexAny(s, "/?#\\ \t\n'\"")
+		auth := s
+		if end >= 0 {
+			auth = s[:end]
+		}
+		out = append(out, bareHost(auth))
+	}
+}
+
+// codeHosts returns the hosts code names, canonical: the host of each URL
+// in its text, and each string literal ('…', "…", `…`) that is an IP
+// address in any spelling inet_aton or an IPv6 parser reads, or a dotted
+// host name (socket.connect(("169.254.169.254", 80)), "2852039166"). A
+// string that merely mentions an address ("see 169.254.169.254") names
+// no host. A literal is a run of host characters between two equal
+// quotes, whichever of them opens: an apostrophe in a comment cannot
+// shift what is read as inside a string.
+func codeHosts(code string) []string {
+	if len(code) > maxCode {
+		code = code[:maxCode]
+	}
+	var out []string
+	add := func(h string) {
+		if c, ok := canonicalHost(h); ok {
+			out = addOnce(out, c)
+		}
+	}
+	for _, h := range urlHosts(code) {
+		add(h)
+	}
+	for i := 0; i < len(code); i++ {
+		q := code[i]
+		if q != '\'' && q != '"' && q != '`' {
+			continue
+		}
+		j := i + 1
+		for j < len(code) && hostChar(code[j]) {
+			j++
+		}
+		if j < len(code) && code[j] == q && j > i+1 && literalHost(code[i+1:j]) {
+			add(code[i+1 : j])
+		}
+		i = j - 1 // the run's end, which may open the next literal
+	}
+	return out
+}
+
+func hostChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == ':' || c == '-' || c == '[' || c == ']'
+}
+
+// literalHost: s, a whole string literal, is an IP address or a dotted
+// host name (not a word such as "metadata", which a dictionary key is as
+// often as a host).
+func literalHost(s string) bool {
+	if s == "" || strings.ContainsAny(s, " \t/") {
+		return false
+	}
+	if _, ok := inetAton(s); ok && strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) >= 0 || ok && len(s) >= 8 {
+		return true // 169.254.169.254, 0xa9fea9fe, 2852039166; not "1" or "80"
+	}
+	if strings.Contains(s, ":") {
+		_, err := netip.ParseAddr(strings.Trim(s, "[]"))
+		return err == nil
+	}
+	if !strings.Contains(strings.Trim(s, "."), ".") {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// bareHost is the host of host, host:port, user@host, host/path or
+// [v6]:port.
+func bareHost(s string) string {
+	if i := strings.LastIndexByte(s, '@'); i >= 0 {
+		s = s[i+1:]
+	}
+	if strings.HasPrefix(s, "[") {
+		if j := strings.IndexByte(s, ']'); j > 0 {
+			return s[1:j]
+		}
+		return ""
+	}
+	if j := strings.IndexAny(s, "/?#"); j >= 0 {
+		s = s[:j]
+	}
+	if strings.Count(s, ":") == 1 {
+		s, _, _ = strings.Cut(s, ":")
+	}
+	return s
+}
+
+// canonicalHost writes a host in one spelling: an IPv4 address in every
+// form inet_aton reads (2852039166, 0xa9fea9fe, 0251.0376.0251.0376,
+// 169.254.43518, mixes) as dotted decimal, an IPv6 address that embeds an
+// IPv4 one (::ffff:…, 64:ff9b::…, ::a.b.c.d) as that, any other compressed,
+// and a name in lower case without its final dot. Strings that are no
+// host give false.
+func canonicalHost(h string) (string, bool) {
+	h = strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+	if h == "" || len(h) > 253 || strings.ContainsAny(h, " \t/\\'\"$`") {
+		return "", false
+	}
+	if v4, ok := inetAton(h); ok {
+		return v4, true
+	}
+	if strings.Contains(h, ":") {
+		if i := strings.IndexByte(h, '%'); i >= 0 {
+			h = h[:i]
+		}
+		a, err := netip.ParseAddr(h)
+		if err != nil {
+			return "", false
+		}
+		if a.Is4In6() {
+			return a.Unmap().String(), true
+		}
+		b := a.As16()
+		nat64 := [12]byte{0, 0x64, 0xff, 0x9b}
+		compat := [12]byte{}
+		if [12]byte(b[:12]) == nat64 || [12]byte(b[:12]) == compat && (b[12] != 0 || b[13] != 0) {
+			return netip.AddrFrom4([4]byte(b[12:])).String(), true
+		}
+		return a.String(), true
+	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return "", false
+		}
+	}
+	return h, true
+}
+
+// inetAton reads an IPv4 address as inet_aton(3) does: one to four parts,
+// each decimal, 0x hex or 0 octal, the last filling the remaining bytes.
+func inetAton(s string) (string, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) > 4 {
+		return "", false
+	}
+	var vals []uint64
+	for _, p := range parts {
+		if p == "" {
+			return "", false
+		}
+		base := 10
+		switch {
+		case strings.HasPrefix(p, "0x") && len(p) > 2:
+			base, p = 16, p[2:]
+		case len(p) > 1 && p[0] == '0':
+			base, p = 8, p[1:]
+		}
+		v, err := strconv.ParseUint(p, base, 64)
+		if err != nil {
+			return "", false
+		}
+		vals = append(vals, v)
+	}
+	var ip uint64
+	for i, v := range vals[:len(vals)-1] {
+		if v > 255 {
+			return "", false
+		}
+		ip |= v << (8 * (3 - i))
+	}
+	last := vals[len(vals)-1]
+	if last >= 1<<(8*(5-len(vals))) || last > math.MaxUint32 {
+		return "", false
+	}
+	ip |= last
+	return netip.AddrFrom4([4]byte{byte(ip >> 24), byte(ip >> 16), byte(ip >> 8), byte(ip)}).String(), true
+}

