@@ -53,6 +53,20 @@ func (l *lineState) typed(b []byte) {
 // accepted is the line after Enter: empty, and known.
 func (l *lineState) accepted() { *l = lineState{} }
 
+// TypedLine is the text typed into the terminal's line editor since its
+// line was last empty, and whether it is known (only plain text was
+// typed; see lineState). An input that continues it (text sent without
+// Enter, then the rest) is judged with it before anything is typed: the
+// line that will run is the whole line.
+func (s *Session) TypedLine() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.spec.Mode != ModePTY {
+		return "", false
+	}
+	return s.line.text, !s.line.unknown
+}
+
 // errUnreadable and errNotProvenEmpty are the refusals of a line at Enter
 // that cannot be judged.
 var (

@@ -676,7 +676,11 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, out, err
 	}
 	enter := in.Enter == nil || *in.Enter
-	judged := g.continuing(s.ID(), in.Text)
+	// Text typed earlier without Enter is the start of this line: the
+	// line is judged whole (rm -rf , then *, is rm -rf *). A line edited
+	// out of sight is read at Enter instead.
+	typed, _ := s.TypedLine()
+	judged := g.continuing(s.ID(), typed+in.Text)
 	gin := g.sessionInput(req, s, st, ActionInput, judged)
 	var r session.Result
 	res, out, err := g.sessionCall(ctx, req, s, gin, maxOut, func(ctx context.Context, d Decision) (session.Result, error) {
