@@ -342,3 +342,35 @@ func TestPipeModeContinuation(t *testing.T) {
 		t.Fatal("the canaries were deleted")
 	}
 }
+
+// TestTypedAheadIsJudgedForItsReaders: input typed while a command runs
+// lands in whatever reads next: the command, if it reads later, or the
+// shell once it ends. It was judged as the command's (sleep: nothing to
+// judge), and rm -rf * ran in the shell after it. It is judged as each
+// reader's; an unknown program that may read it is confirmed.
+func TestTypedAheadIsJudgedForItsReaders(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	alive := canaries(t, dir)
+	id := s.start(map[string]any{"cwd": dir})
+	if r := s.send(id, "sleep 60", "timeout_ms", 100); r["complete"] != false {
+		t.Fatalf("sleep: %v", r)
+	}
+	eventually(t, 10*time.Second, "sleep in front", func() bool {
+		return str(s.ok("session_info", map[string]any{"session_id": id}), "program") == "sleep"
+	})
+	msg := s.fails("session_send", map[string]any{"session_id": id, "text": "rm -rf *"}, "fs.rm_protected")
+	if !strings.Contains(msg, "may be read by bash next") {
+		t.Fatalf("the refusal does not say why it was judged as bash's: %s", msg)
+	}
+	s.fails("session_send", map[string]any{"session_id": id, "text": "echo typed-ahead"}, "terminal.unjudged_reader")
+	s.ok("session_keys", map[string]any{"session_id": id, "keys": []string{"ctrl+c"}})
+	eventually(t, 10*time.Second, "the shell in front again", func() bool {
+		return s.ok("session_info", map[string]any{"session_id": id})["busy"] == false
+	})
+	r := s.send(id, "echo after")
+	wantOutput(t, r, "after")
+	if strings.Contains(str(r, "output"), "typed-ahead") || !alive() {
+		t.Fatalf("something typed ahead ran: %v; canaries alive %v", r, alive())
+	}
+}
