@@ -128,19 +128,41 @@ func cancelKeys(program string) []byte {
 	return []byte{0x05, 0x15}
 }
 
-// cancelInputLocked-free: cancelInput types the program's cancel keys and
-// waits (briefly) for it to show the result. It does not depend on the
-// call's context, which may be what ended the call. The tracked line is
-// empty and known afterwards.
+// cancelInput types the program's cancel keys and waits for the program
+// to show the result: until the terminal settles and, where the program's
+// prompt could be found, no longer shows the cancelled line at it. The
+// terminal can look settled before the program took the keys in (python,
+// still blocked where it waits for input when ctrl+c's signal is sent,
+// prints its KeyboardInterrupt and new prompt only later); what it prints
+// of the cancel would then be taken for the next input's output. The wait is bounded (cancelRedraw, and the
+// call's deadline) and does not depend on the call's context, which may
+// be what ended the call. The tracked line is empty and known afterwards.
 func (s *Session) cancelInput(ctx context.Context, deadline time.Time, program string) {
+	s.mu.Lock()
+	_, prompted := s.pendingLineLocked(program)
+	s.mu.Unlock()
 	at := time.Now()
 	if s.write(context.Background(), cancelKeys(program), at.Add(time.Second), true) == nil {
-		s.settle(context.WithoutCancel(ctx), at, true, time.Second, deadline)
+		cctx := context.WithoutCancel(ctx)
+		limit := at.Add(cancelRedraw)
+		for start := at; s.settle(cctx, start, true, time.Until(limit), deadline) && prompted; {
+			start = time.Now() // before looking: what shows after it is waited for
+			s.mu.Lock()
+			line, known := s.pendingLineLocked(s.programLocked())
+			s.mu.Unlock()
+			if !known || strings.TrimSpace(line) == "" {
+				break // redrawn, or no longer at a prompt of its own
+			}
+		}
 	}
 	s.mu.Lock()
 	s.line.accepted()
 	s.mu.Unlock()
 }
+
+// cancelRedraw bounds the wait for a program to redraw its prompt after
+// its input was cancelled.
+const cancelRedraw = 5 * time.Second
 
 // CancelInput cancels what the terminal's line editor holds — the typed
 // line and a command left unfinished (after `rm -rf \`) — so that a refused

@@ -212,3 +212,56 @@ func TestRelayIsFollowed(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestRefusalAtEnterWaitsForTheRedraw: after a line refused at Enter is
+// cancelled, what the program prints of the cancel (python's
+// KeyboardInterrupt and its new prompt, here after a slow SIGINT handler)
+// is the cancel's, not the next input's output: the next input returns
+// its own output only. Returning once the terminal looked settled, the
+// refusal let the next input start before python redrew.
+func TestRefusalAtEnterWaitsForTheRedraw(t *testing.T) {
+	m := testManager(t, Limits{})
+	refuse := func(line string) error {
+		if strings.Contains(line, "forbidden") {
+			return errors.New("judged: forbidden")
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		argv        []string
+		setup, line string
+	}{
+		{[]string{"python3", "-q"}, "import signal, time; signal.signal(signal.SIGINT, lambda *a: (time.sleep(1.5), signal.default_int_handler(*a)))", "2*21"},
+		{[]string{"sqlite3"}, "", "select 2*21;"},
+	} {
+		t.Run(c.argv[0], func(t *testing.T) {
+			s := startProgram(t, m, c.argv...)
+			if c.setup != "" {
+				send(t, s, c.setup)
+			}
+			for i := 0; i < 2; i++ {
+				_, err := s.SendKeys(context.Background(), keysFor(t, "'forbidden'"), WaitOpts{Timeout: 20 * time.Second, Judge: refuse})
+				if !errors.Is(err, ErrLineRefused) {
+					t.Fatalf("not refused: %v", err)
+				}
+				if r := send(t, s, c.line); r.Output != "42" {
+					t.Fatalf("round %d: output %q, want 42", i, r.Output)
+				}
+			}
+		})
+	}
+}
+
+// keysFor is text then Enter as keys.
+func keysFor(t *testing.T, text string) []Key {
+	t.Helper()
+	var keys []Key
+	for _, c := range strings.Split(text, "") {
+		keys = append(keys, Key{Name: c, Repeat: 1, Literal: true})
+	}
+	enter, err := ParseKey("enter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(keys, enter)
+}
