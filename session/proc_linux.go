@@ -363,6 +363,13 @@ func inputPending(fd uintptr) (int, error) {
 		return 0, err
 	}
 	defer unix.Close(slave)
+	// Typed bytes reach the slave's queue through the kernel's flip
+	// buffer, moved by a worker that may run late on a busy machine:
+	// until it runs, TIOCINQ says 0 and the program, still blocked in its
+	// read, looks as if it took everything in. poll on the slave moves
+	// them first (n_tty_poll flushes the buffer's work when no input is
+	// there yet); its answer is not needed.
+	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(slave), Events: unix.POLLIN}}, 0)
 	return unix.IoctlGetInt(slave, unix.TIOCINQ)
 }
 
