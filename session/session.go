@@ -474,8 +474,14 @@ func (s *Session) readLoop() {
 	if stream != nil {
 		defer stream.Close()
 	}
+	read := s.out.Read
+	if s.pty != nil {
+		if rc, err := s.pty.SyscallConn(); err == nil {
+			read = func(b []byte) (int, error) { return s.readShown(rc, b) }
+		}
+	}
 	for {
-		n, err := s.out.Read(buf)
+		n, err := read(buf)
 		if n > 0 {
 			b := buf[:n]
 			if pipe {
@@ -499,6 +505,45 @@ func (s *Session) readLoop() {
 			return // EOF, or EIO once every holder of the PTY's other end is gone
 		}
 	}
+}
+
+// readShown reads the terminal's next output, marking it unshown before
+// the bytes leave the kernel. Marked after the read returned, there was a
+// moment when the kernel held no output, the reader held it unmarked, and
+// readingInput said the screen showed everything the program printed: the
+// line at Enter was then read without its latest echo. Under load that
+// moment is long (after a read the reader waits for a processor). The
+// master is non-blocking (pollable): the mark is undone when nothing was
+// there, and the poller waits for more.
+func (s *Session) readShown(rc syscall.RawConn, b []byte) (int, error) {
+	var n int
+	var rerr error
+	err := rc.Read(func(fd uintptr) bool {
+		s.mu.Lock()
+		s.unshown = true
+		s.mu.Unlock()
+		for {
+			n, rerr = syscall.Read(int(fd), b)
+			if rerr != syscall.EINTR {
+				break
+			}
+		}
+		if rerr != nil || n <= 0 {
+			s.mu.Lock()
+			s.unshown = false // nothing was read
+			s.mu.Unlock()
+		}
+		return rerr != syscall.EAGAIN
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case rerr != nil:
+		return 0, &os.PathError{Op: "read", Path: s.pty.Name(), Err: rerr}
+	case n <= 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // toCRLF makes pipe output render as a terminal with onlcr would show it.
