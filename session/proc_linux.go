@@ -30,10 +30,11 @@ func readStat(pid int) (procStat, bool) {
 // parentheses, so fields are counted from the last ')'.
 func parseStat(b []byte) (procStat, bool) {
 	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
+	open := bytes.IndexByte(b, '(')
+	if i < 0 || open < 0 || open > i || i+2 >= len(b) {
 		return procStat{}, false
 	}
-	pid, _ := strconv.Atoi(string(bytes.TrimSpace(b[:bytes.IndexByte(b, '(')])))
+	pid, _ := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
 	f := strings.Fields(string(b[i+2:]))
 	if len(f) < 4 {
 		return procStat{}, false
@@ -231,6 +232,12 @@ func readStatFull(pid int) (statFull, bool) {
 	if err != nil {
 		return statFull{}, false
 	}
+	return parseStatFull(b)
+}
+
+// parseStatFull parses /proc/PID/stat as parseStat does, with the
+// controlling terminal and its foreground group.
+func parseStatFull(b []byte) (statFull, bool) {
 	st, ok := parseStat(b)
 	if !ok {
 		return statFull{}, false
