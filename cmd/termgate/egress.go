@@ -387,9 +387,6 @@ func (eg *egressGate) judge(ctx context.Context, es *sandbox.EgressSession, d sa
 		case policyAction == Confirm:
 			cacheable = rec.answered
 		}
-		if errors.As(err, &ref) {
-			err = nil // a refusal, recorded: the verdict says it
-		}
 	}
 	if err != nil && dec.Action == Allow {
 		dec = dec.refused("the audit log could not record the decision: " + err.Error())
