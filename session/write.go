@@ -83,6 +83,19 @@ func (s *Session) foregroundNow() (pgid int, name string) {
 	return pgid, name
 }
 
+// foregroundGroup returns the terminal's foreground process group only:
+// where nothing asks which program it runs, nothing pays for identifying
+// it (identify reads /proc for the relays it may run), which the
+// completion checks do on every change of the screen.
+func (s *Session) foregroundGroup() (pgid int) {
+	s.ctl(func(fd uintptr) {
+		if g, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP); err == nil && g > 0 {
+			pgid = g
+		}
+	})
+	return pgid
+}
+
 // input is where typed bytes go.
 func (s *Session) input() *os.File {
 	if s.pty != nil {
