@@ -20,9 +20,32 @@ type Recording struct {
 	w     *bufio.Writer
 	start time.Time
 	path  string
-	pend  []byte // an incomplete UTF-8 sequence, kept for the next event
+	pend  [2][]byte // an incomplete UTF-8 sequence of output, of input, kept for the next event
 	err   error
+
+	// For Repair: how many output bytes came (Output), the bytes written
+	// to the file, and the last output events.
+	outN    int64
+	written int64
+	recent  []castEvent
+	recentN int // their data's bytes
 }
+
+// castEvent is an output event written, kept for Repair.
+type castEvent struct {
+	from    int64  // the output offset of data[0]
+	data    []byte // as recorded
+	at      json.Number
+	fileOff int64 // where its line begins in the file
+	lineLen int   // without the newline
+}
+
+// Bounds on the output events kept for Repair: a repair reaches back a few
+// lines at most.
+const (
+	repairEvents = 4096
+	repairBytes  = 64 << 10
+)
 
 // Header is the asciicast v2 header.
 type Header struct {
@@ -54,6 +77,7 @@ func NewRecording(path string, h Header) (*Recording, error) {
 	}
 	b, _ := json.Marshal(hdr)
 	r.w.Write(append(b, '\n'))
+	r.written = int64(len(b) + 1)
 	return r, nil
 }
 
@@ -76,10 +100,20 @@ func (r *Recording) event(code string, b []byte) {
 		return
 	}
 	data := b
+	from := r.outN
 	if code != "r" {
 		// JSON strings are UTF-8: a rune split across writes waits for
 		// its end.
-		data = append(r.pend, b...)
+		k := 0
+		if code == "i" {
+			k = 1
+		}
+		pend := r.pend[k]
+		if code == "o" {
+			from -= int64(len(pend))
+			r.outN += int64(len(b))
+		}
+		data = append(pend, b...)
 		cut := len(data)
 		for i := len(data) - 1; i >= 0 && i >= len(data)-utf8.UTFMax; i-- {
 			if utf8.RuneStart(data[i]) {
@@ -89,21 +123,140 @@ func (r *Recording) event(code string, b []byte) {
 				break
 			}
 		}
-		r.pend = append(r.pend[:0], data[cut:]...)
+		r.pend[k] = append([]byte(nil), data[cut:]...)
 		data = data[:cut]
 		if len(data) == 0 {
 			return
 		}
 	}
-	t := time.Since(r.start).Seconds()
-	line, err := json.Marshal([]any{json.Number(fmt.Sprintf("%.6f", t)), code, string(data)})
+	at := json.Number(fmt.Sprintf("%.6f", time.Since(r.start).Seconds()))
+	line, err := json.Marshal([]any{at, code, string(data)})
 	if err != nil {
 		r.err = err
 		return
 	}
 	if _, err := r.w.Write(append(line, '\n')); err != nil {
 		r.err = err
+		return
 	}
+	if code == "o" {
+		r.keep(castEvent{from: from, data: append([]byte(nil), data...), at: at, fileOff: r.written, lineLen: len(line)})
+	}
+	r.written += int64(len(line) + 1)
+}
+
+// keep remembers an output event for Repair, within the bounds.
+func (r *Recording) keep(ev castEvent) {
+	r.recent = append(r.recent, ev)
+	r.recentN += len(ev.data)
+	drop := 0
+	for len(r.recent)-drop > repairEvents || r.recentN > repairBytes && len(r.recent)-drop > 1 {
+		r.recentN -= len(r.recent[drop].data)
+		drop++
+	}
+	if drop > 0 {
+		r.recent = append(r.recent[:0], r.recent[drop:]...)
+	}
+}
+
+// Repair masks output already recorded that turned out to hold the head of
+// a secret: the text of bytes [start, end) of the output (counted over
+// every Output call) becomes '*', escape sequences and control bytes kept.
+// Each event's line is written again in place, as long as it was or
+// padded with blanks, so the file stays a valid asciicast. Output older
+// than the last events kept is not repaired.
+func (r *Recording) Repair(start, end int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil || r.err != nil || start >= end {
+		return
+	}
+	var m textMasker
+	flushed := false
+	for i := range r.recent {
+		ev := &r.recent[i]
+		a, b := max(start-ev.from, 0), min(end-ev.from, int64(len(ev.data)))
+		if a >= b {
+			continue
+		}
+		data := append([]byte(nil), ev.data...)
+		for j := a; j < b; j++ {
+			data[j] = m.mask(data[j])
+		}
+		line, err := json.Marshal([]any{ev.at, "o", string(data)})
+		if err != nil || len(line) > ev.lineLen {
+			continue // cannot be: a mask is one byte, in JSON too
+		}
+		if !flushed {
+			if err := r.w.Flush(); err != nil {
+				r.err = err
+				return
+			}
+			flushed = true
+		}
+		for len(line) < ev.lineLen {
+			line = append(line, ' ')
+		}
+		if _, err := r.f.WriteAt(line, ev.fileOff); err != nil {
+			r.err = err
+			return
+		}
+		ev.data = data
+	}
+}
+
+// textMasker masks the text bytes of terminal output fed to it byte by
+// byte, from a byte that is text: escape sequences and control bytes are
+// kept, so that colours and line ends stay.
+type textMasker struct{ st uint8 }
+
+const (
+	tmText = iota
+	tmEsc
+	tmCSI
+	tmStr // OSC, DCS, … payload
+	tmStrEsc
+)
+
+func (m *textMasker) mask(c byte) byte {
+	switch m.st {
+	case tmText:
+		switch {
+		case c == 0x1b:
+			m.st = tmEsc
+		case c <= 0x20 || c == 0x7f: // controls, and a blank: it tells nothing
+		default:
+			return '*'
+		}
+	case tmEsc:
+		switch {
+		case c == '[':
+			m.st = tmCSI
+		case c == ']' || c == 'P' || c == 'X' || c == '^' || c == '_':
+			m.st = tmStr
+		case c >= 0x20 && c <= 0x2f:
+		default:
+			m.st = tmText
+		}
+	case tmCSI:
+		if c >= 0x40 && c <= 0x7e {
+			m.st = tmText
+		}
+	case tmStr:
+		switch c {
+		case 0x07:
+			m.st = tmText
+		case 0x1b:
+			m.st = tmStrEsc
+		}
+	case tmStrEsc:
+		m.st = tmText
+		if c != '\\' {
+			m.st = tmEsc
+			return m.mask(c)
+		}
+	}
+	return c
 }
 
 // Flush writes what is buffered to the file.

@@ -506,9 +506,12 @@ func (s *Stream) decide(u undecided, mode flushMode, spans []span, nctx, lineSta
 	case mode >= modeFlush, end-u.at > s.o.MaxHold,
 		mode == modeIdle && covered(spans, u.at, end):
 		// Decided now: a complete secret is masked, and so is what may
-		// be the beginning of one. Never in clear.
+		// be the beginning of one. Never in clear. What is masked so is
+		// remembered as found: a copy of it (earlier on the line, or
+		// after the program's prompt) is masked too.
 		if !covered(spans, u.at, end) {
 			spans = merge(append(spans, span{u.at, end, u.rule}))
+			s.o.Taint.Add(string(s.text[u.at:end]), u.rule)
 		}
 		return np, spans
 	case u.at < nctx+lineStart:

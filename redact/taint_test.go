@@ -144,3 +144,21 @@ func TestTaintHoldsItsHead(t *testing.T) {
 		t.Fatalf("%q came out of %q", w, out)
 	}
 }
+
+// TestFlushRemembersWhatItMasks: what may be the beginning of a secret
+// when the stream is flushed (the program waits for input right after it)
+// is masked, and remembered: a later copy of it is masked too, though no
+// rule would find it alone.
+func TestFlushRemembersWhatItMasks(t *testing.T) {
+	e := testEngine(t)
+	head := "ghp_" + rnd(rand.New(rand.NewPCG(53, 54)), alnum, 20) // a token cut short
+	var out strings.Builder
+	s := e.NewStreamWith(func(p []byte) { out.Write(p) }, StreamOptions{Taint: NewTaint(TaintLimits{}), Clock: &fakeClock{}})
+	s.Write([]byte("enter it: " + head))
+	s.Flush()
+	s.Write([]byte("\nyou typed " + head + " here\n"))
+	s.Close()
+	if got := out.String(); strings.Contains(got, head[4:]) || strings.Count(got, "[REDACTED:") != 2 {
+		t.Fatalf("stream: %q", got)
+	}
+}

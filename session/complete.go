@@ -216,6 +216,12 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 	if s.lastOutput.After(last) {
 		last = s.lastOutput
 	}
+	if s.lastRead.After(last) {
+		// The program is printing, though the redactor holds what it
+		// prints (a token one character at a time): not quiet. Typed
+		// into, its echo would break the token and let the head go.
+		last = s.lastRead
+	}
 	quietFor := now.Sub(last)
 
 	// 1. Shell integration: one prompt per line typed (after the prompt a
@@ -432,8 +438,8 @@ const waitForOverlap = 200
 const maxAnchoredScan = 64 << 10
 
 // matchWaitFor reports whether o.WaitFor matches the input's own output
-// (echo and prompts left out): the rows not scanned before, plus the last
-// waitForOverlap rows of what was.
+// (echo and prompts left out), redacted as its result will be: the rows
+// not scanned before, plus the last waitForOverlap rows of what was.
 func (s *Session) matchWaitFor(p *pending, re *regexp.Regexp, cursor Pos) bool {
 	begin := p.begin()
 	from := p.scanFrom
@@ -445,6 +451,13 @@ func (s *Session) matchWaitFor(p *pending, re *regexp.Regexp, cursor Pos) bool {
 		from = begin
 	}
 	text := s.ownOutput(p, from, cursor, false).text
+	if e := s.spec.Redactor; e != nil {
+		// The pattern sees what a result would show, never the screen
+		// itself: halves of a secret put side by side by cursor moves
+		// are a secret here too, and a guess matched against them
+		// would tell what the mask hides.
+		text = e.RedactWith(text, s.taint)
+	}
 	if anchored && len(text) > maxAnchoredScan {
 		text = text[:maxAnchoredScan]
 	}

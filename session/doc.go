@@ -69,7 +69,7 @@
 // alternate screen is shown, a result is the rendered screen.
 //
 // wait_for is matched against the input's own output (after the echo,
-// without prompts) incrementally: each time output arrives it scans the
+// without prompts), redacted as its result will be, incrementally: each time output arrives it scans the
 // rows not scanned before plus the last 200 rows of what was
 // (waitForOverlap). A match must fit in that window; a pattern anchored at
 // the start (^ or \A without the m flag) is matched against the first 64
@@ -127,4 +127,12 @@
 // With a redactor, output is redacted before the screen sees it: the
 // screen, the scrollback and every result made from them hold no secret
 // the redactor knows, and unredacted output never leaves this package.
+// The session owns one redact.Taint, shared by its stream and every view
+// of it (Session.Redact; wait_for's text too): a secret found once is
+// masked in every copy, a secret a view finds that the stream did not
+// (halves drawn apart by cursor moves) is held from then on, and text the
+// stream emitted before a match showed it to be a secret is masked where
+// it went — the screen's cells, the scrollback, the output log and a Tap
+// that is a Repairer (repair.go). The Taint is bounded, and let go when
+// the session closes.
 package session

@@ -51,8 +51,15 @@ func Exec(ctx context.Context, argv []string, dir string, env []string, limit ti
 	cmd.Stdin = devnull
 	buf := &headTail{max: maxBytes}
 	var out io.Writer = buf
+	var taint *redact.Taint
 	if red != nil {
-		stream := red.NewStream(redact.DefaultIdle, func(p []byte) { _, _ = buf.Write(p) })
+		// One Taint for the command: what is found once is masked in every
+		// copy; text that went out before a match showed it to be a secret
+		// is masked where the buffer still holds it.
+		taint = redact.NewTaint(redact.TaintLimits{})
+		stream := red.NewStreamWith(func(p []byte) { _, _ = buf.Write(p) }, redact.StreamOptions{
+			Taint: taint, Repair: func(r redact.Repair) { buf.repair(r.Start, r.End) },
+		})
 		defer stream.Close()
 		out = stream
 	}
@@ -127,6 +134,9 @@ func Exec(ctx context.Context, argv []string, dir string, env []string, limit ti
 		s.Close() // every byte is in buf before it is read
 	}
 	res.Output, res.Truncated = buf.String()
+	if red != nil {
+		res.Output = red.RedactWith(res.Output, taint)
+	}
 	res.Sandbox = status
 	return res, nil
 }
@@ -162,6 +172,24 @@ func (h *headTail) Write(p []byte) (int, error) {
 		p = p[k:]
 	}
 	return n, nil
+}
+
+// repair masks the text of bytes [start, end) of what was written, where
+// the head or the tail still holds them.
+func (h *headTail) repair(start, end int64) {
+	var m textMasker
+	headN := int64(len(h.head))
+	total := headN + int64(len(h.tail)) + h.dropped
+	tailFrom := total - int64(len(h.tail))
+	for off := start; off < end && off < total; off++ {
+		switch {
+		case off < headN:
+			h.head[off] = m.mask(h.head[off])
+		case off >= tailFrom:
+			i := (h.tailPos + int(off-tailFrom)) % len(h.tail)
+			h.tail[i] = m.mask(h.tail[i])
+		}
+	}
 }
 
 func (h *headTail) String() (string, bool) {

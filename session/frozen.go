@@ -48,13 +48,18 @@ func (s *Session) freeze() {
 	if len(f.unread) > frozenBytes {
 		f.unread = "[... earlier output dropped ...]\n" + tail(f.unread, frozenBytes)
 	}
+	if e := s.spec.Redactor; e != nil {
+		// The session's Taint goes with it: what it knows is masked in
+		// what the closed session keeps, one last time.
+		f.screen, f.history, f.unread = redactHolding(e, s.taint, f.screen), redactHolding(e, s.taint, f.history), redactHolding(e, s.taint, f.unread)
+	}
 	f.screen, f.unread = strings.Clone(f.screen), strings.Clone(f.unread)
 	s.frozen = f
 	// A call still in flight may look at the screen once more before it
 	// sees the session closed: it finds a blank one, not a nil.
 	s.screen = newBlankScreen()
-	s.stream, s.tap, s.pending, s.backlog, s.replies = nil, nil, nil, nil, nil
-	s.spec.Env, s.spec.NewTap, s.spec.Sandbox = nil, nil, nil
+	s.stream, s.tap, s.pending, s.backlog, s.replies, s.taint = nil, nil, nil, nil, nil, nil
+	s.spec.Env, s.spec.NewTap, s.spec.Sandbox, s.spec.Taint = nil, nil, nil, nil
 	if s.cmd != nil {
 		s.cmd.Env, s.cmd.Args = nil, nil
 	}

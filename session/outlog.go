@@ -259,3 +259,100 @@ func (l *outputLog) close() error {
 	l.closed = true
 	return l.f.Close()
 }
+
+// rewriteRow writes a row again with text of the same length (a repair
+// masks characters in place), whether it is still buffered or in the
+// file already. A row that is gone, or whose length differs (kept empty),
+// is left as it is.
+func (l *outputLog) rewriteRow(row int64, text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.err != nil || row < l.first {
+		return
+	}
+	if row >= l.rows {
+		l.bufMu.Lock()
+		defer l.bufMu.Unlock()
+		off := 0
+		for k := row - l.rows; k > 0; k-- {
+			j := rowTerm(l.buf[off:])
+			if j < 0 {
+				return
+			}
+			off += j + 1
+		}
+		if j := rowTerm(l.buf[off:]); j == len(text) {
+			copy(l.buf[off:], text)
+		}
+		return
+	}
+	off, ok := l.rowOffset(row)
+	if !ok {
+		return
+	}
+	if off+int64(len(text)) >= l.end {
+		return
+	}
+	old := make([]byte, len(text)+1)
+	if err := l.readRing(old, off); err != nil || rowTerm(old) != len(text) {
+		return
+	}
+	for p, at := []byte(text), off; len(p) > 0; {
+		pos := at % l.max
+		k := min(int64(len(p)), l.max-pos)
+		if _, err := l.f.WriteAt(p[:k], pos); err != nil {
+			l.err = fmt.Errorf("writing the output log: %w", err)
+			return
+		}
+		p, at = p[k:], at+k
+	}
+}
+
+// rowOffset returns where row begins in the file. l.mu is held.
+func (l *outputLog) rowOffset(row int64) (int64, bool) {
+	i := sort.Search(len(l.idx), func(i int) bool { return l.idx[i].row > row }) - 1
+	if i < 0 {
+		return 0, false
+	}
+	off, r := l.idx[i].off, l.idx[i].row
+	chunk := make([]byte, min(logReadChunk, l.end-off))
+	for r < row && off < l.end {
+		k := min(int64(len(chunk)), l.end-off)
+		if err := l.readRing(chunk[:k], off); err != nil {
+			return 0, false
+		}
+		for j, c := range chunk[:k] {
+			if c == rowEnd || c == rowWrap {
+				if r++; r == row {
+					return off + int64(j) + 1, true
+				}
+			}
+		}
+		off += k
+	}
+	return off, r == row
+}
+
+// readRing reads len(p) bytes of the ring at offset off (of everything
+// ever written). l.mu is held.
+func (l *outputLog) readRing(p []byte, off int64) error {
+	for len(p) > 0 {
+		pos := off % l.max
+		k := min(int64(len(p)), l.max-pos)
+		if _, err := l.f.ReadAt(p[:k], pos); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("reading the output log: %w", err)
+		}
+		p, off = p[k:], off+k
+	}
+	return nil
+}
+
+// rowTerm returns the index of the first row terminator in b, or -1.
+func rowTerm(b []byte) int {
+	for i, c := range b {
+		if c == rowEnd || c == rowWrap {
+			return i
+		}
+	}
+	return -1
+}

@@ -116,6 +116,10 @@ type Screen struct {
 	markN   int64  // marks ever seen
 
 	recovered int // panics recovered while parsing: each one is a bug
+
+	written int64      // bytes written so far
+	cur     int64      // the offset of the byte being parsed
+	prints  *printRing // where the last prints went, for repairs (repair.go); nil: not kept
 }
 
 type vline struct {
@@ -225,6 +229,7 @@ func (s *Screen) Write(p []byte) (int, error) {
 	for i := 0; i < len(p); {
 		i = s.advance(p, i)
 	}
+	s.written += int64(len(p))
 	return len(p), nil
 }
 
@@ -239,6 +244,7 @@ func (s *Screen) advance(p []byte, i int) (next int) {
 		}
 	}()
 	for ; i < len(p); i++ {
+		s.cur = s.written + int64(i)
 		s.parser.Advance(p[i])
 	}
 	return i
@@ -923,6 +929,7 @@ func (s *Screen) put(v rune, w int) {
 	l := s.grid()[s.y]
 	s.clearWideAt(l, s.x)
 	l.cells[s.x] = v
+	s.track(v)
 	if w == 2 && s.x+1 < s.cols {
 		s.clearWideAt(l, s.x+1)
 		l.cells[s.x+1] = wideTail

@@ -58,6 +58,10 @@ type Spec struct {
 	// the screen sees it, so the screen, scrollback and every result made
 	// from them are redacted at the source.
 	Redactor *redact.Engine
+	// Taint, with a Redactor, is the session's set of found and held
+	// secrets, shared by every view of it (see Session.Redact); nil: the
+	// session makes its own. The session lets go of it when it closes.
+	Taint *redact.Taint
 	// NewTap, when set, is called once with the session's id before the
 	// program runs; the tap then sees the session's output as the screen
 	// does (redacted), every input written (raw: the tap redacts it, and
@@ -210,6 +214,7 @@ type Session struct {
 	lastRead   time.Time // when the program last wrote (before any redaction hold)
 	unshown    bool      // the reader holds output the screen has not seen yet
 	stream     *redact.Stream
+	taint      *redact.Taint // with a redactor: the session's found and held secrets (repair.go)
 	tap        Tap
 	cgroup     *sandbox.Cgroup
 	sandbox    sandbox.Status
@@ -374,7 +379,12 @@ func start(id string, spec Spec) (*Session, error) {
 		s.tap = spec.NewTap(id)
 	}
 	if spec.Redactor != nil {
-		s.stream = spec.Redactor.NewStream(redact.DefaultIdle, s.show)
+		s.taint = spec.Taint
+		if s.taint == nil {
+			s.taint = redact.NewTaint(redact.TaintLimits{})
+		}
+		s.screen.trackPrints()
+		s.stream = spec.Redactor.NewStreamWith(s.show, redact.StreamOptions{Taint: s.taint, Repair: s.repair})
 	}
 	go s.readLoop()
 	go s.waitLoop()

@@ -67,12 +67,8 @@ func withCall(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 
 // ecsAuditor is the Auditor: it turns events into ECS records.
 type ecsAuditor struct {
-	log *audit.Log
-	red *redact.Engine
-	// input masks the agent's own input: the rules and the secrets the
-	// gateway holds, never the one-off secrets agents typed (those are
-	// registered with red only, for output). Nil: red.
-	input    *redact.Engine
+	log      *audit.Log
+	red      *redact.Engine
 	policy   *policy.Engine // the bundle in force, and the input documents of redacted text
 	fw       *audit.Syslog  // the syslog forwarder, or nil
 	failOpen bool           // --audit-fail=continue
@@ -80,6 +76,10 @@ type ecsAuditor struct {
 	user     string
 	host     string
 	version  string // read from the build info once: parsing it costs more than the rest of a record
+
+	// taints finds a running session's Taint by its id (nil: none), so
+	// that its records mask what its views mask.
+	taints func(id string) *redact.Taint
 
 	dropMu       sync.Mutex
 	dropReported int64     // forwarded records dropped, as last reported
@@ -130,13 +130,6 @@ func newAuditor(cfg Config, red *redact.Engine, engine *policy.Engine, logger *s
 	return a, nil
 }
 
-// inputRedact masks the agent's input for the record (see input).
-func (a *ecsAuditor) inputRedact(s string) string {
-	if a.input != nil {
-		return a.input.Redact(s)
-	}
-	return a.red.Redact(s)
-}
 
 // stateDir is $XDG_STATE_HOME/termgate, or ~/.local/state/termgate.
 func stateDir(getenv func(string) string) string {
@@ -201,6 +194,17 @@ func (a *ecsAuditor) Describe() string {
 	return s
 }
 
+// redactor returns how a record about in is redacted: with the rules, and
+// with the Taint of its session while the session runs.
+func (a *ecsAuditor) redactor(in GateInput) func(string) string {
+	if a.taints != nil && in.Session != nil {
+		if t := a.taints(in.Session.ID); t != nil {
+			return func(s string) string { return a.red.RedactWith(s, t) }
+		}
+	}
+	return a.red.Redact
+}
+
 func (a *ecsAuditor) close() error {
 	a.reportDrops(true)
 	return a.log.Close()
@@ -209,7 +213,7 @@ func (a *ecsAuditor) close() error {
 var severityNumber = map[string]int{"low": 1, "medium": 2, "high": 3, "critical": 4}
 
 func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bool) {
-	red := a.red.Redact
+	red := a.redactor(ev.Input)
 	r := audit.Record{}
 	r.Set("event.kind", "event").Set("event.provider", "termgate").Set("event.dataset", "termgate.audit").
 		Set("event.module", "termgate").Set("observer.product", "termgate").Set("observer.vendor", "termgate").
@@ -254,11 +258,12 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 	if in.Secret {
 		r.Set("termgate.input.secret", true)
 	}
-	// The agent's own input is recorded with the rules and the secrets
-	// the gateway holds masked, never with the one-off secrets agents
-	// typed (a.inputRed): those mask output only. A secret input is never
-	// recorded; a keyed hash stands for it.
-	text := a.inputRedact(in.Text)
+	// The agent's own input is recorded masked as the session's views
+	// are (its Taint: a secret found in its output and typed back is
+	// masked too). A one-off secret is in the Taint only once the gate
+	// allowed it and it was typed, so a refused "secret" masks nothing.
+	// A secret input is never recorded; a keyed hash stands for it.
+	text := red(in.Text)
 	if in.Secret {
 		text = "[input suppressed: secret]"
 		if in.SecretMark != "" {
@@ -541,13 +546,26 @@ func (a *ecsAuditor) network(r audit.Record, c *sandbox.Connection) bool {
 // recordingTap records a session as an asciicast: output as the screen
 // gets it (redacted at the source), input through its own redacting
 // stream, and nothing typed while the terminal's echo is off.
+//
+// What the program wrote is recorded as it went out: halves of a secret
+// that the program put side by side with cursor moves are each in it, in
+// clear, when neither is a secret alone. So the recording is served
+// redacted event by event with the session's Taint (which holds every
+// piece of 8 bytes or more of what a view of the session found), and
+// rewritten so when it is closed.
 type recordingTap struct {
 	rec   *audit.Recording
 	input *redact.Stream
+	red   *redact.Engine
 	mu    sync.Mutex
+	taint *redact.Taint // the session's; nil once the recording is closed
 }
 
 func newRecordingTap(dir, id string, spec session.Spec, red *redact.Engine) (*recordingTap, error) {
+	taint := spec.Taint
+	if taint == nil {
+		taint = redact.NewTaint(redact.TaintLimits{})
+	}
 	env := map[string]string{"TERM": "xterm-256color"}
 	if sh := os.Getenv("SHELL"); sh != "" {
 		env["SHELL"] = sh
@@ -562,12 +580,18 @@ func newRecordingTap(dir, id string, spec session.Spec, red *redact.Engine) (*re
 	if err != nil {
 		return nil, err
 	}
-	t := &recordingTap{rec: rec}
-	t.input = red.NewStream(redact.DefaultIdle, rec.Input)
+	t := &recordingTap{rec: rec, red: red, taint: taint}
+	// Input shares the session's Taint: a found or held secret typed back
+	// is masked in it too.
+	t.input = red.NewStreamWith(rec.Input, redact.StreamOptions{Taint: taint})
 	return t, nil
 }
 
 func (t *recordingTap) Output(b []byte) { t.rec.Output(b) }
+
+// Repair masks output already recorded that the session's stream found to
+// be the head of a secret (session.Repairer).
+func (t *recordingTap) Repair(start, end int64) { t.rec.Repair(start, end) }
 
 func (t *recordingTap) Input(b []byte, echoOff bool) {
 	if echoOff {
@@ -580,7 +604,75 @@ func (t *recordingTap) Resize(rows, cols int) { t.rec.Resize(cols, rows) }
 
 func (t *recordingTap) close() error {
 	t.input.Close()
-	return t.rec.Close()
+	err := t.rec.Close()
+	t.mu.Lock()
+	taint := t.taint
+	t.taint = nil // it goes with the session
+	t.mu.Unlock()
+	if err != nil || taint == nil {
+		return err
+	}
+	return rewriteCast(t.rec.Path(), func(s string) string { return t.red.RedactWith(s, taint) })
+}
+
+// rewriteCast redacts every event of an asciicast file with red, in a
+// file of its own renamed over it.
+func rewriteCast(path string, red func(string) string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("redacting the recording: %w", err)
+	}
+	out, changed := redactCast(b, red)
+	if !changed {
+		return nil
+	}
+	tmp := path + ".redacting"
+	if err := os.WriteFile(tmp, out, 0o600); err != nil {
+		return fmt.Errorf("redacting the recording: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("redacting the recording: %w", err)
+	}
+	return nil
+}
+
+// redactCast redacts the data of every output and input event of an
+// asciicast with red, and reports whether it changed any. The header and
+// lines that are not events stay as they are.
+func redactCast(b []byte, red func(string) string) ([]byte, bool) {
+	var out bytes.Buffer
+	out.Grow(len(b))
+	changed := false
+	for i, line := range bytes.SplitAfter(b, []byte("\n")) {
+		body := bytes.TrimRight(line, " \n")
+		var ev []json.RawMessage
+		var data string
+		if i == 0 || json.Unmarshal(body, &ev) != nil || len(ev) != 3 || json.Unmarshal(ev[2], &data) != nil ||
+			(string(ev[1]) != `"o"` && string(ev[1]) != `"i"`) {
+			out.Write(line)
+			continue
+		}
+		masked := red(data)
+		if masked == data {
+			out.Write(line)
+			continue
+		}
+		changed = true
+		enc, err := json.Marshal(masked)
+		if err != nil {
+			out.Write(line)
+			continue
+		}
+		out.WriteByte('[')
+		out.Write(ev[0])
+		out.WriteByte(',')
+		out.Write(ev[1])
+		out.WriteByte(',')
+		out.Write(enc)
+		out.WriteString("]\n")
+	}
+	return out.Bytes(), changed
 }
 
 // sessionFacts describes a session for its start and end records.
@@ -623,9 +715,9 @@ func (a *ecsAuditor) policyInput(in GateInput, d Decision) (any, bool) {
 		return nil, false
 	}
 	doc := d.Policy.Input
-	red := a.red.Redact
+	red := a.redactor(in)
 	masked := in
-	masked.Text = a.inputRedact(in.Text)
+	masked.Text = red(in.Text)
 	redactRef := func(g *GateRef) *GateRef {
 		if g == nil {
 			return nil

@@ -225,12 +225,13 @@ func TestEgressThroughTheProxy(t *testing.T) {
 		// Typed, the line's policy reads the address and refuses it.
 		line := "curl -sS -m 10 -x \"$HTTP_PROXY\" http://2852039166/latest/meta-data/"
 		s.fails("session_send", map[string]any{"session_id": id, "text": line}, "net.cloud_metadata")
-		// From a script, which the line's policy does not read, the
-		// proxy refuses the connection.
-		if err := os.WriteFile(filepath.Join(s.cmd.Dir, "meta.sh"), []byte(line+"\n"), 0o644); err != nil {
+		// The line's own rules refuse this address wherever it is written
+		// (net.cloud_metadata); a config file hides it from them, so the
+		// proxy is what must refuse it.
+		if err := os.WriteFile(filepath.Join(s.cmd.Dir, "meta.curlrc"), []byte("url = \"http://2852039166/latest/meta-data/\"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r := run(t, "bash meta.sh")
+		r := run(t, "curl -sS -m 10 -x \"$HTTP_PROXY\" -K meta.curlrc")
 		rs := refusals(r)
 		if len(rs) != 1 || rs[0]["rule"] != "net.connect_metadata" {
 			t.Fatalf("output %q, sandbox_refused = %v", str(r, "output"), r["sandbox_refused"])

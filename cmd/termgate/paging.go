@@ -171,7 +171,7 @@ func (g *gateway) capResult(s *session.Session, r session.Result, text string, m
 	if room := maxOut - textN - 1; room > 0 {
 		page, err := s.ReadLog(r.LostFrom, int(r.Rows[0]-r.LostFrom), room)
 		if err == nil && page.From == r.LostFrom && page.Next == r.Rows[0] && !page.Cut {
-			if head := g.stages.redact(page.Text); utf8.RuneCountInString(head)+1+textN <= maxOut {
+			if head := g.redactIn(s, page.Text); utf8.RuneCountInString(head)+1+textN <= maxOut {
 				if page.Wrapped {
 					return head + text, false, nil
 				}
@@ -195,7 +195,7 @@ func (g *gateway) capResult(s *session.Session, r session.Result, text string, m
 	if err != nil {
 		g.log.Error("reading a session's output log", "session", id, "err", err)
 	}
-	head := g.stages.redact(page.Text)
+	head := g.redactIn(s, page.Text)
 	if utf8.RuneCountInString(head) > room/3 {
 		head = cutRunes(head, room/3, false) // a redaction longer than what it masked
 	}
@@ -283,7 +283,7 @@ func (g *gateway) sessionLog(s *session.Session, in readIn, maxOut int) (readOut
 		}
 	}
 	st := s.Status()
-	text := g.stages.redact(note + page.Text)
+	text := g.redactIn(s, note+page.Text)
 	out.ioOut = ioOut{
 		SessionID: s.ID(), Output: text, Complete: true, Alive: st.Alive, Program: st.Program,
 		Busy: st.Busy, ExitCode: st.ExitCode, EchoOff: st.EchoOff, Truncated: page.Cut,

@@ -364,6 +364,9 @@ type Acted struct {
 	// record lists them, and the handler shows them.
 	Refused  []Refusal
 	RefusedN int
+	// Redact, when set, is how the output is redacted (a session's views
+	// with the session's Taint); nil: the Redactor.
+	Redact func(string) string
 	// Ask, when set, replaces the call's result: it asks the human about
 	// what the sandbox refused, and an approval runs the call again. No
 	// outcome is recorded; the questions were.
@@ -422,7 +425,11 @@ func (p *Stages) Run(ctx context.Context, req *mcp.CallToolRequest, in GateInput
 // Show redacts and caps output that leaves the gateway without an input
 // (session_read): stages 5 and 6.
 func (p *Stages) Show(a Acted) Outcome {
-	out := Outcome{Acted: a, Output: p.redact(a.Output)}
+	red := p.redact
+	if a.Redact != nil && p.Redactor != nil {
+		red = a.Redact
+	}
+	out := Outcome{Acted: a, Output: red(a.Output)}
 	if a.Cap != nil {
 		out.Output, out.Truncated, out.Rest = a.Cap(out.Output)
 	}

@@ -365,7 +365,7 @@ func (p *progress) snapshot() (int64, string) {
 	}
 	n := s.Status().BytesOut - b0
 	tail := strings.TrimRight(s.Scrollback(progressLines), " \n")
-	tail = p.g.stages.redact(tail)
+	tail = p.g.redactIn(s, tail)
 	if len(tail) > progressChars {
 		i := len(tail) - progressChars
 		for i < len(tail) && !utf8.RuneStart(tail[i]) {

@@ -66,7 +66,12 @@ func (g *gateway) readSessionResource(ctx context.Context, req *mcp.ReadResource
 		if err != nil {
 			return nil, fmt.Errorf("session %s: reading its recording: %w", s.ID(), err)
 		}
-		// Written redacted already; it is served as it is on disk.
+		// Written redacted already, as the program wrote it; served
+		// redacted again event by event with the session's Taint, once
+		// its history has been redacted whole (what only the screen put
+		// together is held from then on; see recordingTap).
+		s.Redact(s.Scrollback(g.cfg.Scrollback + maxRows))
+		b, _ = redactCast(b, s.Redact)
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
 			URI: uri, MIMEType: "application/x-asciicast", Text: string(b),
 		}}}, nil
@@ -74,7 +79,7 @@ func (g *gateway) readSessionResource(ctx context.Context, req *mcp.ReadResource
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
-		URI: uri, MIMEType: "text/plain", Text: g.stages.redact(text),
+		URI: uri, MIMEType: "text/plain", Text: g.redactIn(s, text),
 	}}}, nil
 }
 

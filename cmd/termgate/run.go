@@ -262,21 +262,17 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		// The agent's input is recorded masked by the rules and the
-		// secrets the gateway holds, never by one-off secrets agents
-		// typed: an engine of its own, which those are not added to.
-		if auditor.input, err = newRedactor(b, secrets); err != nil {
-			return nil, nil, nil, err
-		}
 		stages.Auditor = auditor
 		logger.Info("audit log", "path", auditor.log.Path())
 	} else {
 		logger.Warn("the audit log is off (--audit-log=off): nothing is recorded")
 	}
 	gw := newGateway(cfg, logger, stages)
+	if auditor != nil {
+		auditor.taints = gw.taintOf
+	}
 	gw.redactor, gw.secrets, gw.policy, gw.getenv = redactor, secrets, engine, getenv
 	gw.confirmer = confirmer
-	gw.oneOff = newEngineSecrets(redactor)
 	gw.protected = protectedPaths(cfg, getenv)
 	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
 	hosts, err := readEgressHosts(cfg.EgressHosts)
@@ -319,8 +315,6 @@ type gateway struct {
 	// profiles holds each session's sandbox profile, by id, for the
 	// policy input (session.profile).
 	profiles sync.Map
-	// oneOff registers the one-off secrets agents type.
-	oneOff oneOffSecrets
 
 	// testOnlyPanic, when a test sets it, is called at points on a
 	// request's path ("tool NAME", "resource URI") and may panic there.
@@ -347,9 +341,6 @@ func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
 	g.mgr.OnForget(func(id string) {
 		g.recordings.Delete(id)
 		g.profiles.Delete(id)
-		if g.oneOff != nil {
-			g.oneOff.Forget(id)
-		}
 		g.unfinishedMu.Lock()
 		delete(g.unfinished, id)
 		g.unfinishedMu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/termgate/termgate/policy"
+	"github.com/termgate/termgate/redact"
 	"github.com/termgate/termgate/sandbox"
 	"github.com/termgate/termgate/session"
 )
@@ -483,7 +484,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		SessionID: s.ID(), Name: in.Name, Pid: st.Pid, Argv: g.redactAll(argv), Mode: string(mode),
 		Program: st.Program, Integration: st.Integration,
 		Output: o.Output, Complete: r.Complete, Completion: string(r.Completion),
-		Prompt: g.stages.redact(r.Prompt), Truncated: o.Truncated,
+		Prompt: g.redactIn(s, r.Prompt), Truncated: o.Truncated,
 		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d, Refused: o.Acted.Refused,
 	}
 	g.log.Info("session started", "session", s.ID(), "program", st.Program, "pid", st.Pid, "mode", mode)
@@ -511,6 +512,9 @@ func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, an
 	g.egress.apply("", l.egress, answers)
 	env := mergeEnv(l.env, append([]string{"TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec}
+	if g.redactor != nil {
+		spec.Taint = redact.NewTaint(redact.TaintLimits{}) // the session's, shared with its recording
+	}
 	spec.OutputLogMax = g.outputLogMax()
 	var tap *recordingTap
 	var tapErr error
@@ -554,6 +558,9 @@ func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, an
 		<-s.Done()
 		g.egress.end(l.egress)
 		if tap != nil {
+			// What only the screen put together is learnt before the
+			// recording is redacted with the session's Taint.
+			s.Redact(s.Scrollback(g.cfg.Scrollback + maxRows))
 			if err := tap.close(); err != nil {
 				g.log.Error("closing a recording", "session", s.ID(), "err", err)
 			}
@@ -579,7 +586,7 @@ func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, an
 		}
 		return nil, session.Result{}, Acted{}, err
 	}
-	a := Acted{Output: r.Output, Completion: string(r.Completion), Summary: "session " + s.ID() + " started"}
+	a := Acted{Output: r.Output, Completion: string(r.Completion), Summary: "session " + s.ID() + " started", Redact: g.redactorOf(s)}
 	g.afterEgress(ctx, gin, &a)
 	if a.Ask != nil {
 		_ = g.mgr.Close(ctx, s.ID())
@@ -782,7 +789,7 @@ func (g *gateway) sessionCall(ctx context.Context, req *mcp.CallToolRequest, s *
 			return Acted{}, sendError(s, err)
 		}
 		a := Acted{
-			Output: r.Output, Completion: string(r.Completion), ExitCode: r.ExitCode,
+			Output: r.Output, Completion: string(r.Completion), ExitCode: r.ExitCode, Redact: g.redactorOf(s),
 			Cap: func(text string) (string, bool, *readCall) { return g.capResult(s, r, text, maxOut) },
 		}
 		g.afterEgress(ctx, gin, &a)
@@ -894,22 +901,18 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 	if !st.EchoOff {
 		return nil, out, errors.New("the terminal is not at a prompt that hides input (its echo is on), so the secret would be shown or run; nothing was sent. Send it when the program asks for a password")
 	}
-	if in.Secret != "" {
-		if err := g.oneOff.Check(s.ID(), value); err != nil {
-			return nil, out, fmt.Errorf("secret: %v; nothing was sent", err)
-		}
-	}
 	gin := g.sessionInput(req, s, st, ActionInput, "")
 	gin.Secret, gin.SecretMark = true, g.redactor.Placeholder("secret", []byte(value))
 	return g.sessionCall(ctx, req, s, gin, maxOut, func(ctx context.Context, d Decision) (session.Result, error) {
-		// A one-off secret is registered for masking once the gate
-		// allowed it, just before it is typed: never for a refused call,
-		// whose "secret" could be any text the agent wants masked out of
-		// sight (the attack line itself, in the audit log). Registered
-		// before typing, what the program prints of it is masked at the
-		// source, on the screen and in every result.
-		if in.Secret != "" {
-			if err := g.oneOff.Register(s.ID(), value); err != nil {
+		// Held by the session once the gate allowed it, just before it is
+		// typed: never for a refused call, whose "secret" could be any
+		// text the agent wants masked out of sight. A one-off secret is
+		// held for the rest of the session; a secret_ref's value is the
+		// engine's own, and the session holds it as well, so its Taint
+		// knows what it typed. The agent's input in the audit log is
+		// masked by the engine alone, never by what a session holds.
+		if g.redactor != nil {
+			if err := s.HoldSecret(value); err != nil {
 				return session.Result{}, fmt.Errorf("secret: %v; nothing was sent", err)
 			}
 		}
@@ -970,7 +973,7 @@ func (g *gateway) ioOut(s *session.Session, r session.Result, o Outcome, d *Deci
 	st := s.Status()
 	return ioOut{
 		SessionID: s.ID(), Output: o.Output, Complete: r.Complete, Completion: string(r.Completion),
-		ExitCode: r.ExitCode, Prompt: g.stages.redact(r.Prompt), Alive: st.Alive, Program: st.Program,
+		ExitCode: r.ExitCode, Prompt: g.redactIn(s, r.Prompt), Alive: st.Alive, Program: st.Program,
 		Busy: st.Busy, Truncated: o.Truncated, Screen: r.Screen, Continued: r.Continued,
 		EchoOff: st.EchoOff, LostLines: r.LostLines, Rest: o.Rest, Decision: d,
 		Refused: o.Acted.Refused, refusedN: o.Acted.RefusedN,
@@ -1111,7 +1114,7 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 		if err != nil {
 			return nil, out, err
 		}
-		a := Acted{Output: r.Output, Cap: func(text string) (string, bool, *readCall) {
+		a := Acted{Output: r.Output, Redact: g.redactorOf(s), Cap: func(text string) (string, bool, *readCall) {
 			return g.capResult(s, r, text, maxOut)
 		}}
 		if g.afterEgress(ctx, bind, &a); a.Ask != nil {
@@ -1139,7 +1142,7 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 			}
 			r.Output, r.OutputRows = s.ScrollbackRows(n)
 		}
-		shown := g.stages.Show(Acted{Output: r.Output, Cap: func(text string) (string, bool, *readCall) { return g.capResult(s, r, text, maxOut) }})
+		shown := g.stages.Show(Acted{Output: r.Output, Redact: g.redactorOf(s), Cap: func(text string) (string, bool, *readCall) { return g.capResult(s, r, text, maxOut) }})
 		out.ioOut = ioOut{
 			SessionID: s.ID(), Output: shown.Output, Complete: true, Alive: st.Alive, Program: st.Program,
 			Busy: st.Busy, Truncated: shown.Truncated, Screen: in.Mode == "screen", ExitCode: st.ExitCode, EchoOff: st.EchoOff,
@@ -1225,7 +1228,7 @@ func (g *gateway) info(s *session.Session, full bool) sessionInfo {
 		SessionID: st.ID, Name: st.Name, Argv: g.redactAll(st.Argv), Cwd: g.stages.redact(st.Dir), Mode: string(st.Mode), Pid: st.Pid,
 		Program: st.Program, Busy: st.Busy, Alive: st.Alive, Closed: s.Closed(), ExitCode: st.ExitCode, Signal: st.Signal,
 		Rows: st.Rows, Cols: st.Cols, AltScreen: st.AltScreen, AppCursor: st.AppCursor, EchoOff: st.EchoOff,
-		Integration: st.Integration, Title: g.stages.redact(st.Title), StartedAt: st.Started.UTC().Format(time.RFC3339),
+		Integration: st.Integration, Title: g.redactIn(s, st.Title), StartedAt: st.Started.UTC().Format(time.RFC3339),
 		IdleSeconds: s.Idle().Seconds(), BytesIn: st.BytesIn, BytesOut: st.BytesOut, Sandbox: g.sandboxText(s),
 	}
 	if full {
