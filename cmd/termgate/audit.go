@@ -130,7 +130,6 @@ func newAuditor(cfg Config, red *redact.Engine, engine *policy.Engine, logger *s
 	return a, nil
 }
 
-
 // stateDir is $XDG_STATE_HOME/termgate, or ~/.local/state/termgate.
 func stateDir(getenv func(string) string) string {
 	if d := getenv("XDG_STATE_HOME"); d != "" {
