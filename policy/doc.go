@@ -30,7 +30,7 @@
 //	  "sql":     {"dialect": "postgres", "statements": [{"text": "DROP TABLE t", "verb": "DROP",
 //	              "object": "TABLE", "where": true, "classes": ["drop"]}],
 //	              "classes": ["drop"], "incomplete": true},
-//	  "secret":  true,                         // typed with echo off: text is withheld
+//	  "secret":  true,                         // sent as secret or secret_ref: text is withheld
 //	  "session": {"id": "…", "name": "…", "argv": ["bash"], "cwd": "…", "profile": "default",
 //	              "confined": true},                // no capabilities, no_new_privs: sudo cannot work
 //	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …],
@@ -42,6 +42,8 @@
 //	              "address": "…", "address_class": "public | loopback | private | link_local | …",
 //	              "resolved": true},
 //	  "client":  {"name": "…", "version": "…"},
+//	  "terminal": {"reads_lines": true, "judged": true, "echo": true,
+//	              "ahead": true, "readers": ["sleep", "bash"]},
 //	  "cwd":     "/home/dev/project",          // the foreground program's current directory
 //	  "gateway": {"paths": ["/var/log/termgate/audit.jsonl*", "/etc/termgate/audit.key", …],
 //	              "home": "/home/dev"}
@@ -53,9 +55,22 @@
 //	redirect:  "path": "/etc/passwd"            // > passwd, in /etc
 //	shell:     "hosts": ["169.254.169.254"], "gateway_refs": ["/var/log/termgate/audit.jsonl"]
 //
-// cwd is where the terminal's foreground program is now (the gateway
-// reads /proc/PID/cwd of the terminal's foreground process group when it
-// judges a line); session.cwd is only where the session started. Relative
+// program is the program that reads the input, identified by its
+// executable (/proc/PID/exe), not by the name it gives itself, and behind
+// the relays it runs (script, python's pty.spawn: the program in front of
+// the inner terminal). terminal describes the PTY a session input goes to
+// (absent for pipe sessions, starts, execs and connects): reads_lines, the
+// program reads a line at a time (canonical mode, or a line editor
+// termgate knows); judged, termgate knows its lines and judges each at
+// Enter (a shell or a known REPL); echo, false while the terminal reads
+// with echo off (a password prompt: the text is judged all the same; only
+// secret input is withheld); ahead, the input is typed while an earlier
+// command runs, and readers are the programs that may read it (the one in
+// front, and the session's own once it ends): the gateway asks about it as
+// each of them and keeps the most severe decision.
+//
+// cwd is where the program that reads the input is now (the gateway reads
+// its /proc/PID/cwd when it judges a line); session.cwd is only where the session started. Relative
 // paths of a typed line are resolved against cwd, of a start or an exec
 // against start.cwd. gateway names the gateway's own files at the paths
 // it was configured with (audit log and its rotations, audit key,

@@ -57,12 +57,33 @@ type Input struct {
 	Connect *Connect `json:"connect,omitempty"`
 	Exec    *Exec    `json:"exec,omitempty"` // a program the kernel holds (exec.go)
 	Client  Client   `json:"client"`
+	// Terminal is what the gateway knows of the terminal an input goes
+	// to (see Terminal); absent for starts and execs.
+	Terminal *Terminal `json:"terminal,omitempty"`
 	// Cwd is the current directory of the terminal's foreground program
 	// (/proc/PID/cwd), which relative paths of a typed line are resolved
 	// against; session.cwd is only where the session started.
 	Cwd string `json:"cwd,omitempty"`
 	// Gateway names the gateway's own files and the home directory.
 	Gateway *Gateway `json:"gateway,omitempty"`
+}
+
+// Terminal describes the terminal a session input is typed into.
+type Terminal struct {
+	// ReadsLines: the foreground program reads a line at a time (the
+	// terminal is in canonical mode, or the program is a line editor
+	// termgate knows).
+	ReadsLines bool `json:"reads_lines"`
+	// Judged: termgate knows the program (a shell or a REPL family) and
+	// judges the line it runs at each Enter. A program that reads lines
+	// and is not judged cannot be judged: the default bundle confirms.
+	Judged bool `json:"judged"`
+	// Echo is false while the terminal reads with echo off.
+	Echo bool `json:"echo"`
+	// Ahead: typed while an earlier command still runs, so whatever
+	// reads next gets it; Readers are the programs that may.
+	Ahead   bool     `json:"ahead,omitempty"`
+	Readers []string `json:"readers,omitempty"`
 }
 
 // Connect is a session's new outbound destination (action connect), as
@@ -197,6 +218,24 @@ type Source struct {
 	// signed bundle is refused too (its signature cannot be checked). The
 	// embedded bundle is part of the binary and is not checked.
 	Verify *bundle.VerificationConfig
+	// Validate, when set, checks the parts of a bundle the policy engine
+	// does not use itself (the gateway's sandbox profiles, redaction rules
+	// and secrets): a bundle it rejects is not put in force, at start or
+	// at a reload, so a reload swaps the whole bundle or keeps the last
+	// good one. package policy imports none of those parts: the gateway
+	// hands this in.
+	Validate func(*Bundle) error
+}
+
+// check runs Validate on a bundle that compiled.
+func (s Source) check(b *Bundle) error {
+	if s.Validate == nil || b == nil {
+		return nil
+	}
+	if err := s.Validate(b); err != nil {
+		return fmt.Errorf("policy bundle %s: %w", s, err)
+	}
+	return nil
 }
 
 func (s Source) String() string {
@@ -522,8 +561,9 @@ func toDecision(v any) (Decision, error) {
 }
 
 // Reload loads the bundle again (from a bundle server: asks it once, and
-// returns the bundle in force when it has nothing newer). On error the
-// bundle in force stays.
+// returns the bundle in force when it has nothing newer). The new bundle
+// is compiled and validated whole (Source.Validate) before it replaces
+// the one in force, in one swap; on any error the bundle in force stays.
 func (e *Engine) Reload(ctx context.Context) (*Bundle, error) {
 	if e.remote != nil {
 		return e.poll(ctx)
@@ -661,7 +701,14 @@ func load(ctx context.Context, src Source) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy bundle %s: %w", src, err)
 	}
-	return compile(ctx, f, src.String())
+	b, err := compile(ctx, f, src.String())
+	if err != nil {
+		return nil, err
+	}
+	if err := src.check(b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func isTarball(name string) bool {

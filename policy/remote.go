@@ -249,6 +249,9 @@ func (e *Engine) startRemote(ctx context.Context) error {
 	e.remote = &remoteState{}
 	b, etag, cerr := r.loadCache(ctx)
 	if cerr == nil {
+		cerr = e.src.check(b)
+	}
+	if cerr == nil {
 		b.Cached = true
 		e.current, e.remote.etag = b, etag
 		return nil
@@ -344,6 +347,9 @@ func (e *Engine) apply(ctx context.Context, u download.Update) (*Bundle, error) 
 	}
 	b, err := compile(ctx, f, r.String())
 	if err != nil {
+		return nil, err
+	}
+	if err := e.src.check(b); err != nil {
 		return nil, err
 	}
 	e.remote.mu.Lock()

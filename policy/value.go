@@ -24,6 +24,7 @@ var keys = func() map[string]*ast.Term {
 		"paths", "hosts", "gateway_refs", "gateway", "home",
 		"code", "languages", "calls", "modules", "shell_commands", "writes", "deletes", "dynamic_calls",
 		"dynamic_shell", "reverse_shell", "sql", "dialect", "statements", "classes", "verb", "object", "where",
+		"terminal", "reads_lines", "judged", "echo", "ahead", "readers",
 		"connect", "host", "port", "via", "address", "address_class", "resolved",
 	} {
 		m[k] = ast.StringTerm(k)
@@ -95,6 +96,10 @@ func (in *Input) value() ast.Value {
 	}
 	if s := in.Start; s != nil {
 		kv = append(kv, "start", obj("argv", strs(s.Argv), "cwd", str(s.Cwd), "env", strs(s.Env), "confined", boolean(s.Confined)))
+	}
+	if t := in.Terminal; t != nil {
+		kv = append(kv, "terminal", obj("reads_lines", boolean(t.ReadsLines), "judged", boolean(t.Judged), "echo", boolean(t.Echo),
+			"ahead", boolean(t.Ahead), "readers", strs(t.Readers)))
 	}
 	if in.Cwd != "" {
 		kv = append(kv, "cwd", str(in.Cwd))

@@ -172,6 +172,34 @@ type Vars struct {
 	More map[string]string
 }
 
+// check is what can be said of a profile without a launch: its network
+// and the destinations it reaches directly. ParseProfiles runs it, so that
+// a bundle with a profile no launch could use is refused when it is
+// loaded, not at the first start that names it.
+func (p Profile) check() error {
+	if p.Unconfined {
+		return nil
+	}
+	switch p.Network {
+	case "none", "any", "proxy":
+	case "tcp":
+		if len(p.ConnectPorts) == 0 {
+			return fmt.Errorf("profile %s: network tcp needs connect_ports", p.Name)
+		}
+	default:
+		return fmt.Errorf("profile %s: network must be none, proxy, tcp or any, not %q", p.Name, p.Network)
+	}
+	if len(p.Direct) > 0 {
+		if p.Network != "proxy" {
+			return fmt.Errorf("profile %s: direct destinations need network proxy", p.Name)
+		}
+		if err := checkDirect(p.Direct); err != nil {
+			return fmt.Errorf("profile %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
 // Resolve makes a launch spec of a profile. Every path is resolved to the
 // real one (links, "..", /proc/self/root) before anything is checked.
 // protected lists files and directories of the gateway's own (policy,
@@ -184,22 +212,10 @@ func (p Profile) Resolve(v Vars, protected []string) (Spec, error) {
 	if p.Unconfined {
 		return s, nil
 	}
-	switch p.Network {
-	case "none", "any", "proxy":
-	case "tcp":
-		if len(p.ConnectPorts) == 0 {
-			return s, fmt.Errorf("profile %s: network tcp needs connect_ports", p.Name)
-		}
-	default:
-		return s, fmt.Errorf("profile %s: network must be none, proxy, tcp or any, not %q", p.Name, p.Network)
+	if err := p.check(); err != nil {
+		return s, err
 	}
 	if len(p.Direct) > 0 {
-		if p.Network != "proxy" {
-			return s, fmt.Errorf("profile %s: direct destinations need network proxy", p.Name)
-		}
-		if err := checkDirect(p.Direct); err != nil {
-			return s, fmt.Errorf("profile %s: %w", p.Name, err)
-		}
 		s.Direct = p.Direct
 	}
 	s.UnixSockets = p.UnixSockets
@@ -480,6 +496,9 @@ func ParseProfiles(v any) (map[string]Profile, error) {
 		}
 		if !p.Unconfined && p.Network == "" {
 			return nil, fmt.Errorf("profile %s: network is required (none, proxy, tcp or any)", name)
+		}
+		if err := p.check(); err != nil {
+			return nil, err
 		}
 		out[name] = p
 	}

@@ -341,7 +341,7 @@ func (s *Session) evaluate(o WaitOpts) (state, time.Duration) {
 // ownShellInFront reports whether the terminal's foreground process group
 // is the session's own program.
 func (s *Session) ownShellInFront() bool {
-	pgid, _ := s.foregroundNow()
+	pgid := s.foregroundGroup()
 	return pgid != 0 && s.cmd != nil && s.cmd.Process != nil && pgid == s.cmd.Process.Pid
 }
 

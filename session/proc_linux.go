@@ -30,10 +30,11 @@ func readStat(pid int) (procStat, bool) {
 // parentheses, so fields are counted from the last ')'.
 func parseStat(b []byte) (procStat, bool) {
 	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
+	open := bytes.IndexByte(b, '(')
+	if i < 0 || open < 0 || open > i || i+2 >= len(b) {
 		return procStat{}, false
 	}
-	pid, _ := strconv.Atoi(string(bytes.TrimSpace(b[:bytes.IndexByte(b, '(')])))
+	pid, _ := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
 	f := strings.Fields(string(b[i+2:]))
 	if len(f) < 4 {
 		return procStat{}, false
@@ -97,25 +98,200 @@ func signalTree(sid int, sig syscall.Signal) int {
 }
 
 // foreground returns the foreground process group of the terminal whose
-// master is fd and the name of its program ("" when unknown): its leader's,
-// or, when the leader has exited (the first command of a pipeline, such as
-// cat in cat f | less), the newest live member's.
+// master is fd and the program that reads it ("" when unknown), identified
+// by what it is (identify), not by what it calls itself: its leader, or,
+// when the leader has exited (the first command of a pipeline, such as cat
+// in cat f | less), the newest live member.
 func foreground(fd uintptr) (int, string) {
 	pgid, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
 	if err != nil || pgid <= 0 {
 		return 0, ""
 	}
-	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pgid) + "/cmdline"); err == nil && len(b) > 0 {
-		return pgid, nameOf(b) // a zombie's command line is empty
+	pid := pgid
+	if !live(pgid) {
+		members := groupMembers(pgid)
+		if len(members) == 0 {
+			return pgid, ""
+		}
+		pid = members[len(members)-1]
 	}
-	if live(pgid) {
-		return pgid, procName(pgid) // a kernel thread's is too
+	return pgid, identify(pid)
+}
+
+// identify names the program a process runs by its executable, not by its
+// argv[0] or comm, which any program sets as it likes (exec -a x bash,
+// a shell named rbash, python's pty.spawn): /proc/PID/exe, resolved by the
+// kernel, mapped to its family's name (programAlias: rbash is bash,
+// python3.11 is python3). A relay — a process whose descendant runs on a
+// terminal of its own, as script, python's pty.spawn, expect or a nested
+// terminal do — is not the program that reads what is typed: the
+// foreground program of that inner terminal is, found the same way, up to
+// four relays deep. An executable that cannot be read (the process is
+// gone, or its exe is hidden) falls back to argv[0]'s base name, as
+// before, which identifies nothing better but is not worse either.
+func identify(pid int) string {
+	pid = reader(pid)
+	if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil && exe != "" {
+		return programAlias(exeName(strings.TrimSuffix(exe, " (deleted)")))
 	}
-	members := groupMembers(pgid)
-	if len(members) == 0 {
-		return pgid, ""
+	return programAlias(procName(pid))
+}
+
+// reader is the process that reads what is typed to pid's terminal: pid
+// itself, or, when pid relays its terminal to another, the foreground
+// process of the innermost terminal, up to four relays deep (see
+// identify).
+func reader(pid int) int {
+	for depth := 0; depth < 4; depth++ {
+		inner := relayTarget(pid)
+		if inner <= 0 {
+			break
+		}
+		pid = inner
 	}
-	return pgid, procName(members[len(members)-1])
+	return pid
+}
+
+// exeName is the name an executable goes by: its base name, or, for a
+// variant that a link of a shorter name in its directory resolves to
+// (Debian's alternatives: /usr/bin/vim → vim.basic, /usr/bin/python3 →
+// python3.11, nc → nc.openbsd), that shorter name.
+func exeName(exe string) string {
+	base := filepath.Base(exe)
+	dir := filepath.Dir(exe)
+	for i := len(base) - 1; i > 0; i-- {
+		if base[i] != '.' {
+			continue
+		}
+		short := base[:i]
+		if real, err := filepath.EvalSymlinks(filepath.Join(dir, short)); err == nil && real == exe {
+			return short
+		}
+	}
+	return base
+}
+
+// programAlias maps an executable's name to the name its family goes by:
+// restricted and versioned shells to the shell, versioned interpreters to
+// their major name (python3.11 → python3, which familyOf knows).
+func programAlias(name string) string {
+	switch name {
+	case "rbash":
+		return "bash"
+	case "rzsh":
+		return "zsh"
+	case "nodejs":
+		return "node"
+	}
+	for _, p := range []string{"python3", "python2", "pypy3", "ruby", "perl", "php", "lua"} {
+		if rest, ok := strings.CutPrefix(name, p); ok && rest != "" && strings.Trim(rest, "0123456789.") == "" {
+			return p
+		}
+	}
+	return name
+}
+
+// relayTarget returns, when pid relays its terminal to another one (one of
+// its children has a different controlling terminal, as script's and
+// pty.spawn's do), the foreground process of that terminal; 0 otherwise.
+// Only children count: a shell whose background job runs a relay is not
+// itself one.
+func relayTarget(pid int) int {
+	st, ok := readStatFull(pid)
+	if !ok {
+		return 0
+	}
+	kids := children(pid, 64)
+	for _, k := range kids {
+		ks, ok := readStatFull(k)
+		if !ok || ks.ttyNr == 0 || ks.ttyNr == st.ttyNr || ks.tpgid <= 0 {
+			continue
+		}
+		fg := ks.tpgid
+		if !live(fg) {
+			members := groupMembers(fg)
+			if len(members) == 0 {
+				continue
+			}
+			fg = members[len(members)-1]
+		}
+		return fg
+	}
+	return 0
+}
+
+// statFull adds a process's controlling terminal and that terminal's
+// foreground group to procStat.
+type statFull struct {
+	procStat
+	ttyNr, tpgid int
+}
+
+func readStatFull(pid int) (statFull, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return statFull{}, false
+	}
+	return parseStatFull(b)
+}
+
+// parseStatFull parses /proc/PID/stat as parseStat does, with the
+// controlling terminal and its foreground group.
+func parseStatFull(b []byte) (statFull, bool) {
+	st, ok := parseStat(b)
+	if !ok {
+		return statFull{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 6 {
+		return statFull{}, false
+	}
+	tty, _ := strconv.Atoi(f[4])
+	tpgid, _ := strconv.Atoi(f[5])
+	return statFull{procStat: st, ttyNr: tty, tpgid: tpgid}, true
+}
+
+// children returns up to max children of pid, from
+// /proc/PID/task/*/children.
+func children(pid, max int) []int {
+	var out []int
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil && len(out) < max {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// canonical reports whether the terminal reads a line at a time (ICANON):
+// a program reading it with plain reads gets whole lines the kernel
+// edited.
+func canonical(fd uintptr) bool {
+	t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+	return err == nil && t.Lflag&unix.ICANON != 0
+}
+
+// leaderOrNewest is a process group's leader, or its newest live member
+// when the leader has exited; 0 when none is left.
+func leaderOrNewest(pgid int) int {
+	if pgid <= 0 || live(pgid) {
+		return pgid
+	}
+	if m := groupMembers(pgid); len(m) > 0 {
+		return m[len(m)-1]
+	}
+	return 0
 }
 
 // live reports whether a process exists and is not a zombie.
@@ -194,6 +370,13 @@ func inputPending(fd uintptr) (int, error) {
 		return 0, err
 	}
 	defer unix.Close(slave)
+	// Typed bytes reach the slave's queue through the kernel's flip
+	// buffer, moved by a worker that may run late on a busy machine:
+	// until it runs, TIOCINQ says 0 and the program, still blocked in its
+	// read, looks as if it took everything in. poll on the slave moves
+	// them first (n_tty_poll flushes the buffer's work when no input is
+	// there yet); its answer is not needed.
+	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(slave), Events: unix.POLLIN}}, 0)
 	return unix.IoctlGetInt(slave, unix.TIOCINQ)
 }
 
@@ -215,4 +398,29 @@ func asleep(pgid int) bool {
 		}
 	}
 	return len(members) > 0
+}
+
+// waitingForInput reports whether the foreground process pid is blocked
+// in a call that waits for input (read, poll, select, epoll): a program
+// reading its terminal, not one that sleeps, waits for a child or works.
+// /proc/PID/syscall names the call; when it cannot be read, the answer is
+// no, which judges typed input more strictly (see Status.Ahead).
+func waitingForInput(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return false
+	}
+	nr, err := strconv.Atoi(f[0])
+	if err != nil {
+		return false
+	}
+	switch nr {
+	case unix.SYS_READ, unix.SYS_READV, unix.SYS_PSELECT6, unix.SYS_PPOLL, unix.SYS_EPOLL_PWAIT:
+		return true
+	}
+	return waitSyscall(nr)
 }

@@ -110,9 +110,10 @@ type Screen struct {
 	title string
 	cwd   string
 
-	marks []Mark // shell-integration marks, oldest first, bounded
-	bSeen bool   // an input-start mark ever arrived: the prompt carries marks
-	markN int64  // marks ever seen
+	marks   []Mark // shell-integration marks, oldest first, bounded
+	markKey string // when set, a mark must carry tg=markKey (SetMarkKey)
+	bSeen   bool   // an input-start mark ever arrived: the prompt carries marks
+	markN   int64  // marks ever seen
 
 	recovered int // panics recovered while parsing: each one is a bug
 
@@ -284,6 +285,13 @@ func (s *Screen) Marks(after int64) []Mark {
 	return out
 }
 
+// SetMarkKey makes the screen take only the OSC 133 marks that carry
+// tg=key among their parameters: the shell integration termgate generates
+// prints the session's key in every mark, and a mark any other program
+// prints (a file that holds ESC]133;B, a background job) is ignored, so
+// it cannot move where the judged line starts. The key is never shown.
+func (s *Screen) SetMarkKey(key string) { s.markKey = key }
+
 // PromptMarks reports whether the prompt has ever carried an input-start
 // mark, so that one can be waited for after each command.
 func (s *Screen) PromptMarks() bool { return s.bSeen }
@@ -423,6 +431,28 @@ func (s *Screen) Text(from, to Pos) (text string, lost int64) {
 		}
 	}
 	return string(b), lost
+}
+
+// LogicalLine returns where the logical line holding p starts and ends:
+// from the first row of the rows it soft-wraps over to the end of the last
+// one. A line editor's input wraps so; its whole input is read, not the
+// cursor's row only.
+func (s *Screen) LogicalLine(p Pos) (from, to Pos) {
+	first, last := p.Line, p.Line
+	for i := 0; i < 4096 && first > s.sbDropped; i++ {
+		if _, wrapped, ok := s.lineAt(first - 1); !ok || !wrapped {
+			break
+		}
+		first--
+	}
+	for i := 0; i < 4096; i++ {
+		_, wrapped, ok := s.lineAt(last)
+		if !ok || !wrapped {
+			break
+		}
+		last++
+	}
+	return Pos{Line: first}, Pos{Line: last, Col: 1 << 30}
 }
 
 // trimBlanks drops the spaces at the end of b, back to from at most.
@@ -1382,7 +1412,9 @@ func sanitizeTitle(t string) string {
 const maxMarkExtra = 256
 
 // shellMark records an OSC 133 mark: its kind is one letter, then
-// ";"-separated parameters (the exit code for D). Anything else is ignored.
+// ";"-separated parameters (the exit code for D). Anything else is ignored,
+// and so is a mark without the screen's key when it has one (SetMarkKey);
+// the key is not kept among the mark's parameters.
 func (s *Screen) shellMark(data []byte) {
 	kindField, params, _ := bytes.Cut(data, []byte{';'})
 	if len(kindField) != 1 {
@@ -1394,12 +1426,18 @@ func (s *Screen) shellMark(data []byte) {
 	default:
 		return
 	}
+	if s.markKey != "" {
+		var ok bool
+		if params, ok = withoutKey(params, s.markKey); !ok {
+			return
+		}
+	}
 	s.markN++
 	if kind == MarkInputStart {
 		s.bSeen = true
 	}
 	m := Mark{Seq: s.markN, Kind: kind, Pos: s.CursorPos(), OnAlt: s.useAlt}
-	if len(params) > 0 || bytes.IndexByte(data, ';') >= 0 {
+	if len(params) > 0 {
 		if kind == MarkCommandEnded {
 			code, _, _ := bytes.Cut(params, []byte{';'})
 			if n, err := strconv.Atoi(string(code)); err == nil {
@@ -1413,6 +1451,26 @@ func (s *Screen) shellMark(data []byte) {
 		s.marks = append(s.marks[:0], s.marks[len(s.marks)-maxMarks/2:]...)
 	}
 	s.marks = append(s.marks, m)
+}
+
+// withoutKey finds the parameter tg=key among a mark's ";"-separated
+// parameters and returns the others; ok is false when it is not there.
+func withoutKey(params []byte, key string) (rest []byte, ok bool) {
+	fields := bytes.Split(params, []byte{';'})
+	kept := fields[:0]
+	for _, f := range fields {
+		if v, found := bytes.CutPrefix(f, []byte("tg=")); found {
+			if string(v) == key {
+				ok = true
+			}
+			continue
+		}
+		kept = append(kept, f)
+	}
+	if !ok {
+		return nil, false
+	}
+	return bytes.Join(kept, []byte{';'}), true
 }
 
 func (s *Screen) send(reply string) {

@@ -3,6 +3,8 @@ package session
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -142,20 +144,36 @@ type Result struct {
 
 // Status is a snapshot of a session.
 type Status struct {
-	ID, Name    string
-	Argv        []string
-	Dir         string
-	Mode        Mode
-	Pid         int
-	Program     string // the terminal's foreground program
-	Busy        bool   // the foreground program is not the session's own process
-	Alive       bool
-	ExitCode    *int
-	Signal      string
-	Rows, Cols  int
-	AltScreen   bool
-	AppCursor   bool
-	EchoOff     bool
+	ID, Name string
+	Argv     []string
+	Dir      string
+	Mode     Mode
+	Pid      int
+	Program  string // the terminal's foreground program
+	// ProgramPid is the process identified as Program: the foreground
+	// process, or the one behind the relays it runs (identify); 0 when
+	// unknown. Its current directory is where a typed line's relative
+	// paths lead.
+	ProgramPid int
+	Busy       bool // the foreground program is not the session's own process
+	Alive      bool
+	ExitCode   *int
+	Signal     string
+	Rows, Cols int
+	AltScreen  bool
+	AppCursor  bool
+	EchoOff    bool
+	// ReadsLines: the foreground program reads a line at a time (the
+	// terminal is in canonical mode, or it is a line editor termgate
+	// knows); Judged: it is a line editor termgate knows (a shell, or a
+	// REPL family), whose line is judged at each Enter.
+	ReadsLines, Judged bool
+	// Ahead: an earlier command still runs and the foreground program is
+	// not waiting for input, so what is typed now is read by whatever
+	// reads next: that program, or the session's own once it ends (Own).
+	Ahead bool
+	// Own is the session's own program, identified as Program is.
+	Own         string
 	Integration bool // shell integration marks are in use
 	Title       string
 	Started     time.Time
@@ -186,6 +204,8 @@ type Session struct {
 	outlog  *outputLog
 
 	integration bool
+	markKey     string   // the key every shell-integration mark carries
+	rcFiles     []string // generated rc files, removed once the shell read them
 
 	// turn is held by the one call (send, keys, new read, start) in
 	// flight; see acquire.
@@ -220,6 +240,7 @@ type Session struct {
 	readPos    Pos       // where the next "new" read starts
 	backlog    []string  // earlier output an input's result left out, for the next read
 	pending    *pending
+	line       lineState // what was typed into the line editor since its last Enter
 	turnOp     string    // the call holding the turn
 	turnAt     time.Time // since when
 	replies    []byte    // terminal replies waiting for replyLoop
@@ -273,7 +294,13 @@ func start(id string, spec Spec) (*Session, error) {
 	if spec.Mode == ModePTY {
 		var ok bool
 		s.startup = newStartupLog(dir, spec.Sandbox, lookupEnv(env, "HOME"))
-		argv, env, ok, err = shellIntegration(argv, env, dir, s.startup.path)
+		key := make([]byte, 16)
+		if _, err := rand.Read(key); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("shell integration key: %w", err)
+		}
+		s.markKey = hex.EncodeToString(key)
+		argv, env, s.rcFiles, ok, err = shellIntegration(argv, env, dir, s.markKey, s.startup.path)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
@@ -289,6 +316,9 @@ func start(id string, spec Spec) (*Session, error) {
 	// session leader gets SIGKILL rather than living on.
 	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	s.screen = NewScreen(spec.Rows, spec.Cols, spec.Scrollback, s.reply)
+	if s.integration {
+		s.screen.SetMarkKey(s.markKey)
+	}
 	if err := s.openOutputLog(); err != nil {
 		s.cleanupFailed(nil)
 		return nil, err
@@ -468,6 +498,14 @@ func (s *Session) show(b []byte) {
 		return
 	}
 	s.screen.Write(b)
+	if len(s.rcFiles) > 0 && s.screen.MarkSeq() > 0 {
+		// The shell printed its first mark: it has read its rc, whose
+		// mark key no program it runs may read.
+		for _, f := range s.rcFiles {
+			_ = os.Remove(f)
+		}
+		s.rcFiles = nil
+	}
 	s.lastOutput = time.Now()
 	s.unshown = false // what the reader read is on the screen (or held by the redactor)
 	s.notifyLocked()
@@ -482,8 +520,14 @@ func (s *Session) readLoop() {
 	if stream != nil {
 		defer stream.Close()
 	}
+	read := s.out.Read
+	if s.pty != nil {
+		if rc, err := s.pty.SyscallConn(); err == nil {
+			read = func(b []byte) (int, error) { return s.readShown(rc, b) }
+		}
+	}
 	for {
-		n, err := s.out.Read(buf)
+		n, err := read(buf)
 		if n > 0 {
 			b := buf[:n]
 			if pipe {
@@ -507,6 +551,45 @@ func (s *Session) readLoop() {
 			return // EOF, or EIO once every holder of the PTY's other end is gone
 		}
 	}
+}
+
+// readShown reads the terminal's next output, marking it unshown before
+// the bytes leave the kernel. Marked after the read returned, there was a
+// moment when the kernel held no output, the reader held it unmarked, and
+// readingInput said the screen showed everything the program printed: the
+// line at Enter was then read without its latest echo. Under load that
+// moment is long (after a read the reader waits for a processor). The
+// master is non-blocking (pollable): the mark is undone when nothing was
+// there, and the poller waits for more.
+func (s *Session) readShown(rc syscall.RawConn, b []byte) (int, error) {
+	var n int
+	var rerr error
+	err := rc.Read(func(fd uintptr) bool {
+		s.mu.Lock()
+		s.unshown = true
+		s.mu.Unlock()
+		for {
+			n, rerr = syscall.Read(int(fd), b)
+			if rerr != syscall.EINTR {
+				break
+			}
+		}
+		if rerr != nil || n <= 0 {
+			s.mu.Lock()
+			s.unshown = false // nothing was read
+			s.mu.Unlock()
+		}
+		return rerr != syscall.EAGAIN
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case rerr != nil:
+		return 0, &os.PathError{Op: "read", Path: s.pty.Name(), Err: rerr}
+	case n <= 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // toCRLF makes pipe output render as a terminal with onlcr would show it.
@@ -588,13 +671,6 @@ func waitGone(sid int, d time.Duration) bool {
 func (s *Session) notifyLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
-}
-
-// Write sends raw bytes to the program. Callers put every input through the
-// gateway's gate first; this is the only place bytes reach the terminal. It
-// gives up after defaultWriteTimeout when the program does not read.
-func (s *Session) Write(p []byte) error {
-	return s.write(context.Background(), p, time.Time{}, true)
 }
 
 // callDeadline is when a call's wait ends: its timeout bounds the whole
@@ -763,7 +839,7 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 	for len(b) > 0 {
 		i := bytes.IndexAny(b, acceptKeys)
 		if i < 0 {
-			err := s.write(ctx, b, deadline, true)
+			err := s.typeTracked(ctx, b, deadline)
 			s.mu.Lock()
 			p.typedAt = time.Now()
 			s.mu.Unlock()
@@ -775,39 +851,43 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 		program := s.programLocked()
 		editor := lineEditor(program)
 		before, known := s.pendingLineLocked(program)
+		line := s.line
 		s.mu.Unlock()
 		judge := o.Judge != nil && editor
-		fast := !judge || isPlain(body) && (known && before == "" || !known) && containsLine(o.Approved, string(body))
+		// Plain text typed at a line known to be empty (on the screen and
+		// by what was typed), and already judged as it was sent, cannot
+		// show anything but itself: no second look.
+		fast := !judge || isPlain(body) && known && before == "" && !line.unknown && line.text == "" && containsLine(o.Approved, string(body))
 		typedAt := time.Now()
 		if len(body) > 0 {
-			if err := s.write(ctx, body, deadline, true); err != nil {
+			if err := s.typeTracked(ctx, body, deadline); err != nil {
 				return err
 			}
 		}
 		shown, shownOK := "", false
 		if !fast {
-			if !s.settle(ctx, typedAt, len(body) > 0, judgeSettle, deadline) {
+			// With the terminal's echo off nothing shows what was typed:
+			// there is no echo to wait for.
+			if !s.settle(ctx, typedAt, len(body) > 0 && !s.echoFlagOff(), judgeSettle, deadline) {
 				if s.isClosing() {
 					return ErrClosed
 				}
 				// A line editor whose line could not be read: nothing may
-				// run unjudged. Clear what was typed (end of line, then
-				// kill to its start: every line editor termgate judges
-				// knows both).
-				s.clearLine(ctx, deadline)
+				// run unjudged. Cancel what was typed.
+				s.cancelInput(ctx, deadline, program)
 				if err := ctx.Err(); err != nil {
 					return err
 				}
 				return fmt.Errorf("%w: the terminal did not settle, so the line at Enter could not be read; the typed line was cleared and nothing ran", ErrLineRefused)
 			}
 			s.mu.Lock()
-			shown, shownOK = s.pendingLineLocked(s.programLocked())
+			program = s.programLocked()
+			shown, shownOK = s.pendingLineLocked(program)
+			line = s.line
 			s.mu.Unlock()
-			if shownOK && strings.TrimSpace(shown) != "" {
-				if err := o.Judge(shown); err != nil {
-					s.clearLine(ctx, deadline)
-					return fmt.Errorf("%w: %w", ErrLineRefused, err)
-				}
+			if err := judgeAtEnter(o.Judge, shown, shownOK, line); err != nil {
+				s.cancelInput(ctx, deadline, program)
+				return refusedAtEnter(err)
 			}
 		}
 		s.mu.Lock()
@@ -817,9 +897,13 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 		p.lastSeq, p.lastAt = s.screen.MarkSeq(), s.screen.CursorPos()
 		s.mu.Unlock()
 		if err := s.write(ctx, []byte{key}, deadline, true); err != nil {
+			s.mu.Lock()
+			s.line.unknown = true
+			s.mu.Unlock()
 			return err
 		}
 		s.mu.Lock()
+		s.line.accepted()
 		p.enters++
 		p.typedAt = time.Now()
 		s.mu.Unlock()
@@ -852,6 +936,21 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 	return nil
 }
 
+// typeTracked types bytes that hold no accept key and keeps the tracked
+// line up to date; a write that may have typed part of them leaves the
+// line unknown.
+func (s *Session) typeTracked(ctx context.Context, b []byte, deadline time.Time) error {
+	err := s.write(ctx, b, deadline, true)
+	s.mu.Lock()
+	if err != nil {
+		s.line.unknown, s.line.text = true, ""
+	} else {
+		s.line.typed(b)
+	}
+	s.mu.Unlock()
+	return err
+}
+
 // isClosing reports whether Close has begun.
 func (s *Session) isClosing() bool {
 	select {
@@ -859,17 +958,6 @@ func (s *Session) isClosing() bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// clearLine types ctrl+e ctrl+u: the end of the line, then kill to its
-// start. Only ever typed into a line editor. It does not depend on the
-// call's context, which may be what ended the call, and waits (briefly)
-// for the line editor to show the cleared line.
-func (s *Session) clearLine(ctx context.Context, deadline time.Time) {
-	at := time.Now()
-	if s.write(context.Background(), []byte{0x05, 0x15}, at.Add(time.Second), true) == nil {
-		s.settle(context.WithoutCancel(ctx), at, true, time.Second, deadline)
 	}
 }
 
@@ -995,7 +1083,9 @@ func (s *Session) pendingLineLocked(program string) (string, bool) {
 		return "", false
 	}
 	cur := s.screen.CursorPos()
-	end := Pos{Line: cur.Line, Col: 1 << 30}
+	// The whole input, to the end of the last row it wraps onto, not the
+	// cursor's row only (the cursor may sit on an earlier row of it).
+	first, end := s.screen.LogicalLine(cur)
 	if s.integration && isShell(program) {
 		marks := s.screen.Marks(0)
 		if len(marks) > 0 && marks[len(marks)-1].Kind == MarkInputStart && marks[len(marks)-1].OnAlt == s.screen.AltScreen() {
@@ -1005,7 +1095,7 @@ func (s *Session) pendingLineLocked(program string) (string, bool) {
 		// No input mark: the session's own shell is running a command,
 		// which may be another shell (bash inside bash) that has no marks.
 	}
-	row, _ := s.screen.Text(Pos{Line: cur.Line}, end)
+	row, _ := s.screen.Text(first, end)
 	if isShell(program) {
 		// A shell without marks: the line after the first prompt sign.
 		if m := genericShellPrompt.FindStringIndex(row); m != nil {
@@ -1391,11 +1481,28 @@ func (s *Session) Status() Status {
 		st.Program = filepath.Base(s.spec.Argv[0])
 		return st
 	}
+	st.Own = filepath.Base(s.spec.Argv[0])
 	if s.pty != nil && !s.closed {
 		pgid, name := s.foregroundNow()
 		st.Program = name
+		if fg := leaderOrNewest(pgid); fg > 0 {
+			st.ProgramPid = reader(fg)
+		}
 		st.Busy = pgid != 0 && pgid != st.Pid
 		st.EchoOff = s.terminalEchoOff()
+		if own := identify(st.Pid); own != "" {
+			st.Own = own
+		}
+		canon := false
+		s.ctl(func(fd uintptr) { canon = canonical(fd) })
+		prog := st.Program
+		if prog == "" {
+			prog = st.Own
+		}
+		st.Judged = lineEditor(prog)
+		st.ReadsLines = st.Judged || canon
+		running := s.commandRunning() || st.Busy || s.pending != nil && !s.pending.idle && !s.pending.startup && s.pending.enters > 0
+		st.Ahead = running && !waitingForInput(leaderOrNewest(pgid))
 	}
 	if st.Program == "" {
 		st.Program = filepath.Base(s.spec.Argv[0])

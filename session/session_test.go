@@ -123,7 +123,7 @@ func TestCloseEscalatesToSIGKILL(t *testing.T) {
 	if st.Alive || st.Signal != "killed" {
 		t.Fatalf("status after close: alive %v signal %q", st.Alive, st.Signal)
 	}
-	if err := s.Write([]byte("x")); err == nil {
+	if _, err := s.Send(context.Background(), "x", false, WaitOpts{NoWait: true}); err == nil {
 		t.Fatal("write after close succeeded")
 	}
 }

@@ -63,11 +63,37 @@ func (s *Session) terminalEchoOff() bool {
 	return off
 }
 
+// echoFlagOff reports whether the terminal's ECHO flag is off, in any
+// mode: neither the kernel nor a line editor (readline honours it) echoes
+// what is typed.
+func (s *Session) echoFlagOff() bool {
+	off := false
+	s.ctl(func(fd uintptr) {
+		if t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS); err == nil {
+			off = t.Lflag&unix.ECHO == 0
+		}
+	})
+	return off
+}
+
 // foregroundNow returns the terminal's foreground process group and its
 // program's name.
 func (s *Session) foregroundNow() (pgid int, name string) {
 	s.ctl(func(fd uintptr) { pgid, name = foreground(fd) })
 	return pgid, name
+}
+
+// foregroundGroup returns the terminal's foreground process group only:
+// where nothing asks which program it runs, nothing pays for identifying
+// it (identify reads /proc for the relays it may run), which the
+// completion checks do on every change of the screen.
+func (s *Session) foregroundGroup() (pgid int) {
+	s.ctl(func(fd uintptr) {
+		if g, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP); err == nil && g > 0 {
+			pgid = g
+		}
+	})
+	return pgid
 }
 
 // input is where typed bytes go.

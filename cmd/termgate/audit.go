@@ -150,7 +150,7 @@ func (a *ecsAuditor) Record(ctx context.Context, ev AuditEvent) error {
 		a.logger.Error("audit write failed; going on unrecorded (--audit-fail=continue)", "err", err)
 		return nil
 	}
-	if err == nil && ev.Kind != "forward_dropped" {
+	if err == nil && ev.Kind != KindForwardDropped {
 		a.reportDrops(false)
 	}
 	return err
@@ -174,7 +174,7 @@ func (a *ecsAuditor) reportDrops(now bool) {
 	st := a.fw.Stats()
 	a.logger.Warn("audit records were not forwarded: the syslog buffer was full", "dropped", since, "dropped_total", n,
 		"target", st.Target, "pending", st.Pending, "last_error", st.LastError)
-	_ = a.Record(context.Background(), AuditEvent{Kind: "forward_dropped", Fields: map[string]any{
+	_ = a.Record(context.Background(), AuditEvent{Kind: KindForwardDropped, Fields: map[string]any{
 		"termgate.forward.target": st.Target, "termgate.forward.dropped": since, "termgate.forward.dropped_total": n,
 		"termgate.forward.pending": st.Pending, "termgate.forward.sent": st.Sent,
 	}})
@@ -251,9 +251,23 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 	if in.Program != "" {
 		r.Set("process.name", in.Program)
 	}
+	if in.EchoOff {
+		r.Set("termgate.input.echo_off", true)
+	}
+	if in.Secret {
+		r.Set("termgate.input.secret", true)
+	}
+	// The agent's own input is recorded masked as the session's views
+	// are (its Taint: a secret found in its output and typed back is
+	// masked too). A one-off secret is in the Taint only once the gate
+	// allowed it and it was typed, so a refused "secret" masks nothing.
+	// A secret input is never recorded; a keyed hash stands for it.
 	text := red(in.Text)
 	if in.Secret {
-		text = "[input suppressed: echo off]"
+		text = "[input suppressed: secret]"
+		if in.SecretMark != "" {
+			text = in.SecretMark
+		}
 	}
 	inForce := a.policy.Bundle()
 	source, revision, hash := inForce.Source, inForce.Revision, inForce.Hash
@@ -276,16 +290,16 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 	security := false
 	msg := ""
 	switch ev.Kind {
-	case "decision":
-		allowed := ev.Decision.Action == "allow"
+	case KindDecision:
+		allowed := ev.Decision.Action == Allow
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{map[bool]string{true: "allowed", false: "denied"}[allowed]}).
 			Set("event.action", inputAction(in.Action)).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[allowed])
 		setInput(r, in, text)
 		setRule(ev.Decision)
 		a.setPolicyInput(r, in, ev.Decision)
-		security = !allowed || strings.Contains(ev.Decision.Reason, "(confirmed") || in.Action == "start"
+		security = !allowed || strings.Contains(ev.Decision.Reason, "(confirmed") || in.Action == ActionStart
 		msg = fmt.Sprintf("%s %s by %s", map[bool]string{true: "allowed", false: "denied"}[allowed], inputAction(in.Action), ev.Decision.Rule)
-	case "confirmation_asked":
+	case KindConfirmAsked:
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{"info"}).
 			Set("event.action", "confirmation-requested").Set("event.outcome", "unknown")
 		setInput(r, in, text)
@@ -293,16 +307,23 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 		a.setPolicyInput(r, in, ev.Decision)
 		r.Set("termgate.confirmation.via", "mcp-elicitation")
 		security, msg = true, "asked the human to confirm: "+ev.Decision.Rule
-	case "confirmation_answered":
+	case KindConfirmAnswered:
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{map[bool]string{true: "allowed", false: "denied"}[ev.Approved]}).
 			Set("event.action", "confirmation-answered").Set("event.outcome", map[bool]string{true: "success", false: "failure"}[ev.Approved])
 		setInput(r, in, text)
 		setRule(ev.Decision)
 		a.setPolicyInput(r, in, ev.Decision)
-		r.Set("termgate.confirmation.approved", ev.Approved).Set("termgate.confirmation.answered_by", "human (MCP client)").
-			Set("termgate.confirmation.via", "mcp-elicitation").Set("termgate.confirmation.detail", red(ev.Outcome))
+		by, via := ev.By, ev.Via
+		if by == "" {
+			by = "human (MCP client)"
+		}
+		if via == "" {
+			via = "mcp-elicitation"
+		}
+		r.Set("termgate.confirmation.approved", ev.Approved).Set("termgate.confirmation.answered_by", by).
+			Set("termgate.confirmation.via", via).Set("termgate.confirmation.detail", red(ev.Outcome))
 		security, msg = true, "confirmation "+map[bool]string{true: "approved", false: "not given"}[ev.Approved]+": "+red(ev.Outcome)
-	case "outcome":
+	case KindOutcome:
 		r.Set("event.category", []string{"process"}).Set("event.type", []string{"info"}).
 			Set("event.action", "terminal-output").Set("event.outcome", "success")
 		setRule(ev.Decision)
@@ -317,10 +338,10 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 			}
 		}
 		msg = red(ev.Outcome)
-	case "session_start", "session_end":
-		start := ev.Kind == "session_start"
+	case KindSessionStart, KindSessionEnd:
+		start := ev.Kind == KindSessionStart
 		r.Set("event.category", []string{"session", "process"}).Set("event.type", []string{map[bool]string{true: "start", false: "end"}[start]}).
-			Set("event.action", strings.ReplaceAll(ev.Kind, "_", "-")).Set("event.outcome", "success")
+			Set("event.action", strings.ReplaceAll(string(ev.Kind), "_", "-")).Set("event.outcome", "success")
 		if f := ev.Session; f != nil {
 			r.Set("termgate.session.id", f.ID).Set("termgate.session.mode", f.Mode).Set("process.pid", f.Pid).
 				Set("process.interactive", f.Mode == "pty").Set("termgate.sandbox.status", f.Sandbox)
@@ -372,7 +393,7 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 			msg = fmt.Sprintf("session %s %s", f.ID, map[bool]string{true: "started", false: "ended"}[start])
 		}
 		security = true
-	case "network":
+	case KindNetwork:
 		if c := ev.Network; c != nil {
 			security = a.network(r, c)
 			msg = "connection to " + c.Destination.String()
@@ -385,20 +406,20 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 				msg += fmt.Sprintf(" closed: %d bytes out, %d in", c.Sent, c.Received)
 			}
 		}
-	case "tool_error":
+	case KindToolError:
 		r.Set("event.category", []string{"api"}).Set("event.type", []string{"error"}).
 			Set("event.action", "tool-error").Set("event.outcome", "failure").Set("error.message", red(ev.Err))
 		msg = red(ev.Err)
-	case "server_start", "server_stop":
-		start := ev.Kind == "server_start"
+	case KindServerStart, KindServerStop:
+		start := ev.Kind == KindServerStart
 		r.Set("event.category", []string{"process"}).Set("event.type", []string{map[bool]string{true: "start", false: "end"}[start]}).
 			Set("event.action", map[bool]string{true: "gateway-start", false: "gateway-stop"}[start]).Set("event.outcome", "success").
 			Set("process.pid", os.Getpid()).Set("process.name", "termgate")
 		security, msg = true, "termgate "+map[bool]string{true: "started", false: "stopped"}[start]
-	case "policy_load", "policy_reload":
+	case KindPolicyLoad, KindPolicyReload:
 		ok := ev.Err == ""
-		r.Set("event.category", []string{"configuration"}).Set("event.type", []string{map[bool]string{true: "info", false: "change"}[ev.Kind == "policy_load"]}).
-			Set("event.action", strings.ReplaceAll(ev.Kind, "_", "-")).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[ok]).
+		r.Set("event.category", []string{"configuration"}).Set("event.type", []string{map[bool]string{true: "info", false: "change"}[ev.Kind == KindPolicyLoad]}).
+			Set("event.action", strings.ReplaceAll(string(ev.Kind), "_", "-")).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[ok]).
 			Set("rule.ruleset", source).Set("rule.version", revision).Set("termgate.policy.hash", hash)
 		for k, v := range bundleFields(inForce) {
 			r.Set(k, v)
@@ -406,13 +427,13 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 		if !ok {
 			r.Set("error.message", red(ev.Err))
 		}
-		security, msg = true, strings.ReplaceAll(ev.Kind, "_", " ")
+		security, msg = true, strings.ReplaceAll(string(ev.Kind), "_", " ")
 		if !ok {
 			msg += " rejected; the last good bundle stays in force: " + red(ev.Err)
 		}
-	case "exec":
+	case KindExec:
 		security, msg = a.execRecord(r, ev, text, setRule) // execaudit.go
-	case "forward_dropped":
+	case KindForwardDropped:
 		r.Set("event.category", []string{"configuration"}).Set("event.type", []string{"info"}).
 			Set("event.action", "audit-forward-dropped").Set("event.outcome", "failure")
 		security, msg = true, "audit records were not forwarded: the syslog buffer was full"
@@ -426,20 +447,20 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 	return r, security
 }
 
-func inputAction(a string) string {
+func inputAction(a Action) string {
 	switch a {
-	case "connect":
-		return "network-connect"
-	case "input":
+	case ActionInput:
 		return "terminal-input"
-	case "keys":
+	case ActionKeys:
 		return "terminal-keys"
-	case "exec":
+	case ActionExec:
 		return "exec-command"
-	case "start":
+	case ActionStart:
 		return "session-start-request"
+	case ActionConnect:
+		return "network-connect"
 	}
-	return a
+	return string(a)
 }
 
 // setInput puts what was typed where ECS and SIEM rules look for it; a
@@ -452,7 +473,7 @@ func setInput(r audit.Record, in GateInput, text string) {
 		if in.Connect.AddressClass != "" {
 			r.Set("termgate.connect.address_class", in.Connect.AddressClass)
 		}
-	case in.Action == "keys":
+	case in.Action == ActionKeys:
 		r.Set("termgate.keys", text)
 	default:
 		r.Set("process.command_line", text)

@@ -46,7 +46,6 @@ type humanConfirmer struct {
 	mu       sync.Mutex
 	used     map[string]time.Time // nonces redeemed, until they expire
 	approved map[string]time.Time // agent approvals (session|hash|rule), until they expire
-	lastBy   map[string]string    // who confirmed an input, by its hash, for the decision's reason
 }
 
 func newHumanConfirmer(ttl time.Duration) (*humanConfirmer, error) {
@@ -62,7 +61,7 @@ func newHumanConfirmer(ttl time.Duration) (*humanConfirmer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &humanConfirmer{aead: aead, ttl: ttl, used: map[string]time.Time{}, approved: map[string]time.Time{}, lastBy: map[string]string{}}, nil
+	return &humanConfirmer{aead: aead, ttl: ttl, used: map[string]time.Time{}, approved: map[string]time.Time{}}, nil
 }
 
 // confirmState is what the sealed request state carries.
@@ -81,7 +80,7 @@ func inputHash(in GateInput) string {
 	if in.Session != nil {
 		ref = in.Session.ID
 	}
-	for _, part := range []string{in.Action, ref, in.Program, in.Text} {
+	for _, part := range []string{string(in.Action), ref, in.Program, in.Text} {
 		fmt.Fprintf(h, "%d:%s\x00", len(part), part)
 	}
 	if in.Start != nil {
@@ -100,7 +99,7 @@ func sessionRef(in GateInput) string {
 	if in.Session != nil {
 		return in.Session.ID
 	}
-	return in.Action
+	return string(in.Action)
 }
 
 func (c *humanConfirmer) seal(st confirmState) (string, error) {
@@ -285,52 +284,53 @@ func quoteText(s string) string {
 	return `"` + strings.ReplaceAll(escapeText(s), `"`, `\"`) + `"`
 }
 
-// errNeedInput carries the input-required result the handler must return.
-type errNeedInput struct{ res *mcp.CallToolResult }
-
-func (e *errNeedInput) Error() string { return "waiting for the human's confirmation" }
-
-// Confirm implements [Confirmer].
-func (c *humanConfirmer) Confirm(ctx context.Context, req *mcp.CallToolRequest, in GateInput, d Decision) (bool, error) {
+// Confirm implements [Confirmer]. Its answer is a value: approved,
+// declined (with why), pending (the input-required result the handler
+// returns), or, with --confirm-mode=agent, a token issued to the agent.
+func (c *humanConfirmer) Confirm(ctx context.Context, req *mcp.CallToolRequest, in GateInput, d Decision) Confirmation {
+	no := func(why string) Confirmation {
+		return Confirmation{Answer: Declined, Detail: why, Via: "mcp-elicitation"}
+	}
 	if req == nil || req.Session == nil {
-		return false, errors.New("no client to ask")
+		return no("no client to ask")
 	}
 	if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
 		if !c.agentMode {
-			return false, errors.New("the client cannot ask a human (no elicitation support)")
+			return no("the client cannot ask a human (no elicitation support)")
 		}
 		return c.agentConfirm(in, d)
 	}
-	c.setBy(in, "the human")
 	hash := inputHash(in)
 	// A retry carrying the human's answer.
 	if req.Params != nil && req.Params.RequestState != "" {
 		st, err := c.open(req.Params.RequestState)
 		if err != nil {
-			return false, err
+			return no(err.Error())
 		}
 		exp := time.Unix(st.Expires, 0)
 		switch {
 		case time.Now().After(exp):
-			return false, errors.New("the confirmation expired")
+			return no("the confirmation expired")
 		case st.Hash != hash || st.Session != sessionRef(in) || st.Rule != d.Rule:
-			return false, errors.New("the input changed after it was confirmed")
+			return no("the input changed after it was confirmed")
 		case !c.redeem(st.Nonce, exp):
-			return false, errors.New("the confirmation was already used")
+			return no("the confirmation was already used")
 		}
 		resp, _ := req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
-		return approved(resp)
+		a := approved(resp)
+		a.Via = "input-request"
+		return a
 	}
 	if req.ProtocolVersion() >= "2026-07-28" {
 		nonce := make([]byte, 16)
 		if _, err := rand.Read(nonce); err != nil {
-			return false, err
+			return no(err.Error())
 		}
 		state, err := c.seal(confirmState{Session: sessionRef(in), Hash: hash, Rule: d.Rule, Nonce: hex.EncodeToString(nonce), Expires: time.Now().Add(c.ttl).Unix()})
 		if err != nil {
-			return false, err
+			return no(err.Error())
 		}
-		return false, &errNeedInput{res: &mcp.CallToolResult{
+		return Confirmation{Answer: Pending, Via: "input-request", Result: &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{"confirm": c.question(in, d)},
 			RequestState:  state,
 		}}
@@ -340,57 +340,37 @@ func (c *humanConfirmer) Confirm(ctx context.Context, req *mcp.CallToolRequest, 
 	resp, err := req.Session.Elicit(ctx, c.question(in, d))
 	if err != nil {
 		if ctx.Err() != nil {
-			return false, fmt.Errorf("no answer within %s", c.ttl)
+			return no(fmt.Sprintf("no answer within %s", c.ttl))
 		}
-		return false, err
+		return no(err.Error())
 	}
 	return approved(resp)
 }
 
-func approved(resp *mcp.ElicitResult) (bool, error) {
+// approved reads the human's answer.
+func approved(resp *mcp.ElicitResult) Confirmation {
+	no := func(why string) Confirmation {
+		return Confirmation{Answer: Declined, Detail: why, Via: "mcp-elicitation"}
+	}
 	if resp == nil {
-		return false, errors.New("no answer")
+		return no("no answer")
 	}
 	if resp.Action != "accept" {
-		return false, fmt.Errorf("the human chose %q", resp.Action)
+		return no(fmt.Sprintf("the human chose %q", resp.Action))
 	}
 	if ok, _ := resp.Content["approve"].(bool); !ok {
-		return false, errors.New("the human did not approve")
+		return no("the human did not approve")
 	}
-	return true, nil
+	return Confirmation{Answer: Approved, By: "the human", Via: "mcp-elicitation"}
 }
 
 func approvalKey(session, hash, rule string) string { return session + "|" + hash + "|" + rule }
 
-func (c *humanConfirmer) setBy(in GateInput, who string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.lastBy) > 1024 {
-		clear(c.lastBy)
-	}
-	c.lastBy[inputHash(in)] = who
-}
-
-// confirmedBy says who confirmed in (for the decision's reason).
-func (c *humanConfirmer) confirmedBy(in GateInput) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if who, ok := c.lastBy[inputHash(in)]; ok {
-		return who
-	}
-	return "the human"
-}
-
-// errAgentToken asks the agent to redeem a token with the confirm tool.
-type errAgentToken struct{ token string }
-
-func (e *errAgentToken) Error() string {
-	return fmt.Sprintf("needs confirmation (--confirm-mode=agent): call the confirm tool with token %q and a written justification, then send the same input again", e.token)
-}
-
 // agentConfirm spends an approval the agent redeemed for exactly this
-// input, or issues a token for one.
-func (c *humanConfirmer) agentConfirm(in GateInput, d Decision) (bool, error) {
+// input, or issues a token for one. The token travels in the
+// Confirmation's Token only: the pipeline shows it to the agent and to
+// nothing else.
+func (c *humanConfirmer) agentConfirm(in GateInput, d Decision) Confirmation {
 	key := approvalKey(sessionRef(in), inputHash(in), d.Rule)
 	c.mu.Lock()
 	exp, ok := c.approved[key]
@@ -399,18 +379,17 @@ func (c *humanConfirmer) agentConfirm(in GateInput, d Decision) (bool, error) {
 	}
 	c.mu.Unlock()
 	if ok && time.Now().Before(exp) {
-		c.setBy(in, "the agent, with a written justification (--confirm-mode=agent)")
-		return true, nil
+		return Confirmation{Answer: Approved, By: "the agent, with a written justification (--confirm-mode=agent)", Via: "agent-token"}
 	}
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
-		return false, err
+		return Confirmation{Answer: Declined, Detail: err.Error(), Via: "agent-token"}
 	}
 	token, err := c.seal(confirmState{Session: sessionRef(in), Hash: inputHash(in), Rule: d.Rule, Nonce: hex.EncodeToString(nonce), Expires: time.Now().Add(c.ttl).Unix()})
 	if err != nil {
-		return false, err
+		return Confirmation{Answer: Declined, Detail: err.Error(), Via: "agent-token"}
 	}
-	return false, &errAgentToken{token: token}
+	return Confirmation{Answer: TokenIssued, Token: token, Via: "agent-token"}
 }
 
 // redeemToken records the agent's approval for the input a token names.

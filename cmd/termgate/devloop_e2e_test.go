@@ -459,10 +459,10 @@ func TestPrivilegeRefusedAtOnce(t *testing.T) {
 // raw mode, and the remote side's prompt on the screen (here a remote
 // sudo's). It reads one line (up to CR, as a raw terminal sends it) and
 // says whether it was the secret, by its hash; then it acts as a remote
-// shell prompt and reports each line it gets. It runs under a bash whose
-// argv[0] is "ssh" (fakeSSH), the leader of the terminal's foreground
-// process group: what the gateway sees of ssh is its name and the
-// terminal.
+// shell prompt and reports each line it gets. It runs under a copy of
+// python3 named ssh, the leader of the terminal's foreground process
+// group: the gateway names a program by its executable (not argv[0]), so
+// what it sees of ssh is that name and the terminal.
 const fakeRemote = `import hashlib, os, sys, termios, tty
 fd = 0
 old = termios.tcgetattr(fd)
@@ -488,9 +488,6 @@ finally:
     termios.tcsetattr(fd, termios.TCSADRAIN, old)
 `
 
-const fakeSSH = `python3 "$(dirname "$0")/remote.py" "$1"
-`
-
 // TestSecretRefToARemotePrompt: over ssh the local terminal is raw and
 // its echo state says nothing of the remote prompt's. A secret_ref typed
 // at a remote password prompt (known by its text) reaches it; plain text
@@ -500,13 +497,28 @@ const fakeSSH = `python3 "$(dirname "$0")/remote.py" "$1"
 func TestSecretRefToARemotePrompt(t *testing.T) {
 	need(t, "python3")
 	home, project := devHome(t)
-	writeTree(t, project, map[string]string{"remote.sh": fakeSSH, "remote.py": fakeRemote})
+	writeTree(t, project, map[string]string{"remote.py": fakeRemote})
+	// The system's python (a version manager's shim on PATH is a script
+	// that runs what its own name says).
+	python, err := filepath.EvalSymlinks("/usr/bin/python3")
+	if err != nil {
+		t.Skip("no /usr/bin/python3 to copy:", err)
+	}
+	b, err := os.ReadFile(python)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "ssh"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	secret := "pw-" + marker()
 	sum := sha256.Sum256([]byte(secret))
 	t.Setenv("TERMGATE_TEST_REMOTE_PW", secret)
-	s := startServerHome(t, home, t.TempDir(), nil, "--secret", "remote_pw=env:TERMGATE_TEST_REMOTE_PW")
+	// The copy named ssh is what the exec gate asks about (a system
+	// program under another name); here it records it and lets it run.
+	s := startServerHome(t, home, t.TempDir(), nil, "--secret", "remote_pw=env:TERMGATE_TEST_REMOTE_PW", "--exec-gate", "audit")
 	id := s.start(map[string]any{"cwd": project})
-	r := s.send(id, fmt.Sprintf("(exec -a ssh bash remote.sh %x)", sum), "wait_for", `password for agent:`, "timeout_ms", 60000)
+	r := s.send(id, fmt.Sprintf("./ssh remote.py %x", sum), "wait_for", `password for agent:`, "timeout_ms", 60000)
 	if str(r, "completion") != "pattern" || str(r, "program") != "ssh" {
 		t.Fatalf("the remote prompt did not come: %v", r)
 	}

@@ -74,6 +74,9 @@ type Refusal struct {
 	Profile     string `json:"profile" jsonschema:"the session's sandbox profile"`
 	Rule        string `json:"rule" jsonschema:"the rule that refused it"`
 	Reason      string `json:"reason" jsonschema:"why"`
+	// hint is for the agent's result text only (a one-time token in
+	// --confirm-mode=agent): never in String, the audit log or the JSON.
+	hint string
 }
 
 func (r Refusal) String() string {
@@ -115,6 +118,9 @@ type egressState struct {
 	pending []Refusal     // refused with no call in flight, for the next one
 	dropped int
 	cache   map[egressKey]sandbox.Verdict
+	// hints are the agent's one-time tokens (--confirm-mode=agent) by
+	// destination, until the refusal that shows them is reported.
+	hints map[string]string
 }
 
 type egressKey struct {
@@ -290,7 +296,7 @@ func (eg *egressGate) judge(ctx context.Context, es *sandbox.EgressSession, d sa
 		return v
 	}
 	gin := GateInput{
-		Action: "connect", Text: d.String(), Program: d.Program, Client: st.client,
+		Action: ActionConnect, Text: d.String(), Program: d.Program, Client: st.client,
 		Session: &GateRef{ID: d.Session},
 		Connect: &GateConnect{Host: d.Host, Port: d.Port, Program: d.Program, Via: d.Via, Address: d.Address, AddressClass: d.AddressClass, Resolved: d.Resolved, Profile: d.Profile},
 	}
@@ -306,24 +312,21 @@ func (eg *egressGate) judge(ctx context.Context, es *sandbox.EgressSession, d sa
 		req = call.req
 	}
 	p := eg.g.stages
-	dec := Decision{Action: "allow", Rule: noPolicyRule, Reason: "no policy engine is configured in this build"}
-	if p.Decider != nil {
-		dec = p.decide(actx, gin)
-	}
+	dec := p.decide(actx, gin) // no engine, an error or a panic: a deny
 	policyAction := dec.Action
-	cacheable := dec.Action != "confirm" && dec.Rule != "policy.error" && dec.Rule != "policy.undefined"
+	cacheable := dec.Action != Confirm && dec.Rule != "policy.error" && dec.Rule != "policy.undefined"
 	var err error
 	switch {
-	case dec.Action == "confirm" && call == nil:
+	case dec.Action == Confirm && call == nil:
 		why := "no call is in flight on this session to ask through: run the command again in a call"
 		if eg.noHuman != "" {
 			why = eg.noHuman
 		}
 		dec = dec.refused(dec.Reason + " (needs a human's confirmation, and " + why + ")")
 		if p.Auditor != nil {
-			err = p.Auditor.Record(actx, AuditEvent{Kind: "decision", Input: gin, Decision: dec})
+			err = p.Auditor.Record(actx, AuditEvent{Kind: KindDecision, Input: gin, Decision: dec})
 		}
-	case dec.Action == "confirm" && asksByResult(call.req) && p.Confirmer != nil && eg.g.confirmer != nil:
+	case dec.Action == Confirm && asksByResult(call.req) && p.Confirmer != nil && eg.g.confirmer != nil:
 		eg.mu.Lock()
 		asked := len(call.ask) < maxAsk
 		if asked {
@@ -336,15 +339,15 @@ func (eg *egressGate) judge(ctx context.Context, es *sandbox.EgressSession, d sa
 		}
 		dec = dec.refused(dec.Reason + " (needs a human's confirmation: " + why + ")")
 		if p.Auditor != nil {
-			err = p.Auditor.Record(actx, AuditEvent{Kind: "decision", Input: gin, Decision: dec})
+			err = p.Auditor.Record(actx, AuditEvent{Kind: KindDecision, Input: gin, Decision: dec})
 		}
-	case dec.Action == "confirm" && !eg.mayAsk(call):
+	case dec.Action == Confirm && !eg.mayAsk(call):
 		dec = dec.refused(dec.Reason + fmt.Sprintf(" (needs a human's confirmation, and this call already asked about %d destinations: allow them in the policy)", maxAsk))
 		if p.Auditor != nil {
-			err = p.Auditor.Record(actx, AuditEvent{Kind: "decision", Input: gin, Decision: dec})
+			err = p.Auditor.Record(actx, AuditEvent{Kind: KindDecision, Input: gin, Decision: dec})
 		}
 	default:
-		if dec.Action == "confirm" {
+		if dec.Action == Confirm {
 			// One question at a time: a program that opens many
 			// connections at once does not flood the human.
 			st.askMu.Lock()
@@ -360,23 +363,37 @@ func (eg *egressGate) judge(ctx context.Context, es *sandbox.EgressSession, d sa
 		if p.Confirmer != nil {
 			p.Confirmer = rec
 		}
-		dec, err = p.settle(actx, req, gin, dec)
-		var need *errNeedInput
-		var token *errAgentToken
+		var pending *mcp.CallToolResult
+		dec, pending, err = p.settle(actx, req, gin, dec)
+		var ref *refusal
 		switch {
-		case errors.As(err, &need):
+		case pending != nil:
+			// Not reached while asksByResult sends such clients above;
+			// refused all the same, and recorded.
 			dec = dec.refused(dec.Reason + " (needs a human's confirmation, and this client answers one only by calling again, which cannot hold a connection open: allow the destination in the policy)")
-		case errors.As(err, &token):
-			dec = dec.refused(dec.Reason + " (" + token.Error() + ")")
-		case policyAction == "confirm":
+			err = p.record(actx, AuditEvent{Kind: KindDecision, Input: gin, Decision: dec})
+		case errors.As(err, &ref) && ref.hint != "":
+			// --confirm-mode=agent: the token is the agent's alone. The
+			// refusal that the call's result shows carries it; the
+			// decision, the verdict and the network record do not.
+			eg.mu.Lock()
+			if st.hints == nil {
+				st.hints = map[string]string{}
+			}
+			if len(st.hints) < 256 {
+				st.hints[d.String()] = ref.hint
+			}
+			eg.mu.Unlock()
+			err = nil
+		case policyAction == Confirm:
 			cacheable = rec.answered
 		}
 	}
-	if err != nil && dec.Action == "allow" {
+	if err != nil && dec.Action == Allow {
 		dec = dec.refused("the audit log could not record the decision: " + err.Error())
 		cacheable = false
 	}
-	v = sandbox.Verdict{Allow: dec.Action == "allow", Rule: dec.Rule, Reason: eg.g.stages.redact(dec.Reason)}
+	v = sandbox.Verdict{Allow: dec.Action == Allow, Rule: dec.Rule, Reason: eg.g.stages.redact(dec.Reason)}
 	if cacheable {
 		eg.mu.Lock()
 		if len(st.cache) < 4096 {
@@ -436,7 +453,7 @@ func (eg *egressGate) askResult(ctx context.Context, call GateInput) *mcp.CallTo
 		return nil
 	}
 	for _, q := range qs {
-		if err := eg.g.stages.record(ctx, AuditEvent{Kind: "confirmation_asked", Input: q.in, Decision: q.dec}); err != nil {
+		if err := eg.g.stages.record(ctx, AuditEvent{Kind: KindConfirmAsked, Input: q.in, Decision: q.dec}); err != nil {
 			return nil // unrecorded, so not asked: the refusals stand
 		}
 	}
@@ -509,13 +526,14 @@ func (eg *egressGate) answer(ctx context.Context, req *mcp.CallToolRequest, call
 		return nil, nil, errors.New("the gateway no longer holds the question this answer is to; send the call again")
 	}
 	resp, _ := req.Params.InputResponses[egressInput].(*mcp.ElicitResult)
-	yes, why := approved(resp)
+	c := approved(resp)
+	yes := c.Answer == Approved
 	how := "approved by the human"
-	if why != nil {
-		how = why.Error()
+	if !yes {
+		how = c.Detail
 	}
 	for _, q := range ask.questions {
-		if err := eg.g.stages.record(ctx, AuditEvent{Kind: "confirmation_answered", Input: q.in, Decision: q.dec, Approved: yes, Outcome: how}); err != nil {
+		if err := eg.g.stages.record(ctx, AuditEvent{Kind: KindConfirmAnswered, Input: q.in, Decision: q.dec, Approved: yes, Outcome: how, Via: "input-request"}); err != nil {
 			return nil, nil, fmt.Errorf("%w: the audit log could not record the human's answer (%v); nothing was run", ErrRefused, err)
 		}
 		v := sandbox.Verdict{Allow: yes, Rule: q.dec.Rule, Reason: eg.g.stages.redact(q.dec.Reason)}
@@ -581,18 +599,11 @@ type answerRecorder struct {
 	answered bool
 }
 
-func (a *answerRecorder) Confirm(ctx context.Context, req *mcp.CallToolRequest, in GateInput, d Decision) (bool, error) {
-	ok, err := a.inner.Confirm(ctx, req, in, d)
+func (a *answerRecorder) Confirm(ctx context.Context, req *mcp.CallToolRequest, in GateInput, d Decision) Confirmation {
+	c := a.inner.Confirm(ctx, req, in, d)
 	// approved() says "the human …" when the human declined: an answer.
-	a.answered = err == nil || strings.HasPrefix(err.Error(), "the human")
-	return ok, err
-}
-
-func (a *answerRecorder) confirmedBy(in GateInput) string {
-	if by, ok := a.inner.(interface{ confirmedBy(GateInput) string }); ok {
-		return by.confirmedBy(in)
-	}
-	return "the human"
+	a.answered = c.Answer == Approved || c.Answer == Declined && strings.HasPrefix(c.Detail, "the human")
+	return c
 }
 
 // report is the proxy's report: a network record, and a refusal for the
@@ -608,8 +619,8 @@ func (eg *egressGate) report(es *sandbox.EgressSession, c sandbox.Connection) {
 	}
 	c.Reason = eg.g.stages.redact(c.Reason)
 	c.Err = eg.g.stages.redact(c.Err)
-	in := GateInput{Action: "connect", Program: c.Program, Client: st.client, Session: &GateRef{ID: c.Session}}
-	if err := eg.g.stages.record(ctx, AuditEvent{Kind: "network", Input: in, Network: &c}); err != nil {
+	in := GateInput{Action: ActionConnect, Program: c.Program, Client: st.client, Session: &GateRef{ID: c.Session}}
+	if err := eg.g.stages.record(ctx, AuditEvent{Kind: KindNetwork, Input: in, Network: &c}); err != nil {
 		eg.auditBad.Store(true)
 		eg.g.log.Error("audit: recording a connection", "session", c.Session, "destination", c.Destination.String(), "err", err)
 	} else {
@@ -627,6 +638,10 @@ func (eg *egressGate) report(es *sandbox.EgressSession, c sandbox.Connection) {
 	}
 	eg.mu.Lock()
 	defer eg.mu.Unlock()
+	if h, ok := st.hints[r.Destination]; ok {
+		r.hint = h
+		delete(st.hints, r.Destination)
+	}
 	if call != nil {
 		if len(call.refused) < maxRefusals {
 			call.refused = append(call.refused, r)
@@ -646,7 +661,7 @@ func (eg *egressGate) report(es *sandbox.EgressSession, c sandbox.Connection) {
 func refusedText(rs []Refusal, dropped int) string {
 	var b strings.Builder
 	for _, r := range rs {
-		b.WriteString("[sandbox refused: " + r.String() + "]\n")
+		b.WriteString("[sandbox refused: " + r.String() + "]" + r.hint + "\n")
 	}
 	if dropped > 0 {
 		fmt.Fprintf(&b, "[sandbox refused %d more; the audit log has them all]\n", dropped)

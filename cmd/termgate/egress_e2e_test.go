@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -221,6 +222,9 @@ func TestEgressThroughTheProxy(t *testing.T) {
 		}
 	})
 	t.Run("the metadata endpoint, spelled as a number", func(t *testing.T) {
+		// Typed, the line's policy reads the address and refuses it.
+		line := "curl -sS -m 10 -x \"$HTTP_PROXY\" http://2852039166/latest/meta-data/"
+		s.fails("session_send", map[string]any{"session_id": id, "text": line}, "net.cloud_metadata")
 		// The line's own rules refuse this address wherever it is written
 		// (net.cloud_metadata); a config file hides it from them, so the
 		// proxy is what must refuse it.
@@ -372,6 +376,31 @@ func TestEgressAsksTheHuman(t *testing.T) {
 			}
 		})
 	}
+	t.Run("--confirm-mode=agent", func(t *testing.T) {
+		// A client that cannot ask a human: the agent gets a token for
+		// the confirm tool in the call's result, and only there.
+		logPath := filepath.Join(t.TempDir(), "audit.jsonl")
+		s := startServer(t, append(w.flags(t, logPath), "--confirm-mode", "agent")...)
+		id := s.start(nil)
+		line := fmt.Sprintf("curl -sS http://ask.test:%d/hello", w.web)
+		res := s.call("session_send", map[string]any{"session_id": id, "text": line, "timeout_ms": 60000})
+		m := regexp.MustCompile(`call the confirm tool with token "([^"]+)"`).FindStringSubmatch(resultText(res))
+		if m == nil {
+			t.Fatalf("no token in the result: %s", resultText(res))
+		}
+		s.ok("confirm", map[string]any{"token": m[1], "justification": "the test server answers on this port"})
+		if out := str(s.send(id, line, "timeout_ms", 60000), "output"); !strings.Contains(out, "hello from the test server") {
+			t.Fatalf("after the token was redeemed: %q", out)
+		}
+		s.close()
+		raw, err := os.ReadFile(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), m[1]) {
+			t.Fatal("the token is in the audit log")
+		}
+	})
 	t.Run("exec, approved through the result", func(t *testing.T) {
 		var asked atomic.Int32
 		s := startServerProtocol(t, confirmClient(approve, 0, &asked, nil), "", w.flags(t, filepath.Join(t.TempDir(), "audit.jsonl"))...)

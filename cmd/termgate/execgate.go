@@ -398,7 +398,7 @@ func (x *execGate) ask(ctx context.Context, rec execRecord) bool {
 	resp, err := call.req.Session.Elicit(ctx, q)
 	ok := false
 	if err == nil {
-		ok, err = approved(resp)
+		ok = approved(resp).Answer == Approved
 	} else if ctx.Err() != nil {
 		err = fmt.Errorf("no answer within %s, or the call ended", x.g.cfg.ConfirmTTL)
 	}

@@ -146,6 +146,9 @@ func TestExecGateIndirectForms(t *testing.T) {
 		keys  [][]string     // or keys, pressed one call at a time
 		later bool           // the refused exec comes after the call returned
 		repl  bool           // the session is python's REPL
+		// closed: the session's shell integration already takes the
+		// form away (its keys run nothing), so there is no exec to refuse.
+		closed bool
 	}
 	forms := []form{
 		{name: "python os.system, concatenated", lines: []string{`python3 -c 'import os; os.system("r"+"m -rf " + os.path.expanduser("~"))'`}},
@@ -169,7 +172,7 @@ func TestExecGateIndirectForms(t *testing.T) {
 		{name: "xargs", lines: []string{`echo ~ | xargs r''m -rf`}},
 		{name: "env", lines: []string{`env r''m -rf ~`}},
 		{name: "chrt", lines: []string{`chrt -o 0 r''m -rf ~`}},
-		{name: "edit-and-execute", keys: [][]string{{"e", "c", "h", "o", "space", "h", "i"}, {"ctrl+x", "ctrl+e"}, {"c", "c", "s", "h", "space", "p", "a", "y", "l", "o", "a", "d", ".", "s", "h", "esc", ":", "w", "q", "enter"}}},
+		{name: "edit-and-execute", closed: true, keys: [][]string{{"e", "c", "h", "o", "space", "h", "i"}, {"ctrl+x", "ctrl+e"}, {"c", "c", "s", "h", "space", "p", "a", "y", "l", "o", "a", "d", ".", "s", "h", "esc", ":", "w", "q", "enter"}}},
 		{name: "nohup in the background, after the call", lines: []string{`nohup sh -c 'sleep 1; sh payload.sh' > /dev/null 2>&1 &`}, later: true},
 	}
 	if _, err := exec.LookPath("busybox"); err == nil {
@@ -217,6 +220,15 @@ func TestExecGateIndirectForms(t *testing.T) {
 					t.Logf("keys %q: %s", k, resultText(res))
 				}
 				told = told || strings.Contains(resultText(res), "exec refused")
+			}
+			if f.closed {
+				if !g.canaryAlive() {
+					t.Fatal("the canary is gone")
+				}
+				if _, ok := refusedExec(g.execRecords(t, since), g.home); ok {
+					t.Error("a form the shell integration closes reached an exec")
+				}
+				return
 			}
 			var rec map[string]any
 			eventually(t, 30*time.Second, "the audit log names a refused exec of the home", func() bool {

@@ -76,7 +76,7 @@ func (d engineDecider) Decide(ctx context.Context, in GateInput) (Decision, erro
 	gw := d.gateway
 	pin.Gateway = &gw
 	pd, err := d.e.Decide(ctx, pin)
-	out := Decision{Action: pd.Action, Rule: pd.Rule, Reason: pd.Reason, Severity: pd.Severity, Profile: pd.Profile}
+	out := Decision{Action: Verdict(pd.Action), Rule: pd.Rule, Reason: pd.Reason, Severity: pd.Severity, Profile: pd.Profile}
 	if b := pd.Bundle; b != nil {
 		out.Policy = &DecisionSource{Source: b.Source, Revision: b.Revision, Hash: b.Hash}
 		if pd.Input != nil {
@@ -89,7 +89,7 @@ func (d engineDecider) Decide(ctx context.Context, in GateInput) (Decision, erro
 // toPolicyInput is what the policy is shown of an input.
 func toPolicyInput(in GateInput) policy.Input {
 	pin := policy.Input{
-		Action:  in.Action,
+		Action:  string(in.Action),
 		Text:    in.Text,
 		Program: in.Program,
 		Secret:  in.Secret,
@@ -125,6 +125,9 @@ func toPolicyInput(in GateInput) policy.Input {
 	if x := in.Exec; x != nil {
 		pin.Exec = &policy.Exec{Argv: x.Argv, Path: x.Path, Cwd: x.Cwd, Parents: x.Parents, Line: x.Line,
 			LineConfirmed: x.LineConfirmed, IdentifiedBy: x.IdentifiedBy, Home: x.Home, Env: x.Env}
+	}
+	if t := in.Terminal; t != nil {
+		pin.Terminal = &policy.Terminal{ReadsLines: t.ReadsLines, Judged: t.Judged, Echo: t.Echo, Ahead: t.Ahead, Readers: t.Readers}
 	}
 	return pin
 }

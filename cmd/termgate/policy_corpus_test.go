@@ -50,7 +50,8 @@ func TestPolicyInputCarriesTheGateway(t *testing.T) {
 	d := engineDecider{e: embeddedEngine(t), gateway: policyGateway(cfg, func(string) string { return "" })}
 	ctx := context.Background()
 	for _, tc := range []struct {
-		text, cwd, want string
+		text, cwd string
+		want      Verdict
 	}{
 		{"echo x > " + cfg.AuditLog, "", "deny"},
 		{"truncate -s0 " + cfg.AuditLog + ".1", "", "deny"},
@@ -59,7 +60,7 @@ func TestPolicyInputCarriesTheGateway(t *testing.T) {
 		{"rm -rf usr", "/", "deny"},
 		{"rm -rf other", dir, "allow"},
 	} {
-		dec, err := d.Decide(ctx, GateInput{Action: "input", Program: "bash", Text: tc.text, Cwd: tc.cwd})
+		dec, err := d.Decide(ctx, GateInput{Action: ActionInput, Program: "bash", Text: tc.text, Cwd: tc.cwd})
 		if err != nil || dec.Action != tc.want {
 			t.Errorf("%q in %q: %+v %v, want %s", tc.text, tc.cwd, dec, err, tc.want)
 		}

@@ -191,9 +191,11 @@ func TestEnterJudgesTheLineShown(t *testing.T) {
 	// Typed key by key.
 	mustRefuse("key by key", keys(id, append(chars("touch .git/hooks/x"), "enter")...))
 
-	// Recalled from history.
-	s.send(id, "history -s 'touch .git/hooks/x'")
-	mustRefuse("history recall", keys(id, "up", "enter"))
+	// Recalled from history and edited out of sight (history -s, which
+	// would plant the line whole, is itself denied).
+	s.fails("session_send", map[string]any{"session_id": id, "text": "history -s 'touch .git/hooks/x'"}, "shell.history_rerun")
+	s.send(id, "echo touch .git/hooks/x")
+	mustRefuse("history recall", keys(id, "up", "home", "delete*5", "enter"))
 
 	// Completed with tab.
 	s.ok("session_send", map[string]any{"session_id": id, "text": "touch .git/hoo", "enter": false})
@@ -203,17 +205,17 @@ func TestEnterJudgesTheLineShown(t *testing.T) {
 	s.ok("session_send", map[string]any{"session_id": id, "text": "touch .git/hookz/x", "enter": false})
 	mustRefuse("backspace", keys(id, "backspace", "backspace", "backspace", "s", "/", "x", "enter"))
 
-	// Typed in pieces, Enter sent alone.
+	// Typed in pieces: each piece is judged with what was typed before
+	// it, so the piece that completes the line is refused.
 	s.ok("session_send", map[string]any{"session_id": id, "text": "touch .git/", "enter": false})
-	s.ok("session_send", map[string]any{"session_id": id, "text": "hooks/x", "enter": false})
-	mustRefuse("pieces", s.call("session_send", map[string]any{"session_id": id, "text": ""}))
+	mustRefuse("pieces", s.call("session_send", map[string]any{"session_id": id, "text": "hooks/x", "enter": false}))
 
 	// A multi-line paste is judged whole before anything is typed.
 	s.fails("session_send", map[string]any{"session_id": id, "text": "echo one\ntouch .git/hooks/x"}, "nothing was sent")
 
 	// Allowed lines still go through every path.
-	s.send(id, "history -s 'echo from-history'")
-	r := structured(t, keys(id, "up", "enter"))
+	s.send(id, "echo echo from-history")
+	r := structured(t, keys(id, "up", "home", "delete*5", "enter"))
 	wantOutput(t, r, "from-history")
 	r = structured(t, keys(id, append(chars("echo typed"), "enter")...))
 	wantOutput(t, r, "typed")
@@ -289,8 +291,9 @@ func TestConfirmModeAgent(t *testing.T) {
 	s.close()
 	found := false
 	for _, rec := range readRecords(t, logPath) {
-		if field(rec, "event.action") == "confirmation-answered" && field(rec, "termgate.confirmation.answered_by") == "agent" {
-			found = field(rec, "termgate.confirmation.justification") == why
+		if field(rec, "event.action") == "confirmation-answered" && field(rec, "termgate.confirmation.answered_by") == "agent" &&
+			field(rec, "termgate.confirmation.justification") == why {
+			found = true
 		}
 	}
 	if !found {

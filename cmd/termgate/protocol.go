@@ -217,7 +217,7 @@ func (g *gateway) panicked(ctx context.Context, where string, r any, in GateInpu
 	id := incidentID()
 	value := g.stages.redact(fmt.Sprint(r))
 	g.log.Error("recovered from a panic; the server keeps serving", "incident", id, "in", where, "panic", value, "stack", string(debug.Stack()))
-	ev := AuditEvent{Kind: "tool_error", Input: in, Err: fmt.Sprintf("internal error (panic) in %s, incident %s: %s", where, id, value)}
+	ev := AuditEvent{Kind: KindToolError, Input: in, Err: fmt.Sprintf("internal error (panic) in %s, incident %s: %s", where, id, value)}
 	if err := g.stages.record(ctx, ev); err != nil {
 		g.log.Error("audit: recording a recovered panic", "incident", id, "err", err)
 	}

@@ -157,17 +157,17 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		startFields["termgate.sweep.cgroups"] = len(sw.Cgroups)
 		startFields["termgate.sweep.processes"] = sw.Processes
 	}
-	if err := stages.record(bg, AuditEvent{Kind: "server_start", Fields: startFields}); err != nil {
+	if err := stages.record(bg, AuditEvent{Kind: KindServerStart, Fields: startFields}); err != nil {
 		return err
 	}
-	if err := stages.record(bg, AuditEvent{Kind: "policy_load"}); err != nil {
+	if err := stages.record(bg, AuditEvent{Kind: KindPolicyLoad}); err != nil {
 		return err
 	}
 	defer func() {
 		if auditor == nil {
 			return
 		}
-		_ = stages.record(bg, AuditEvent{Kind: "server_stop"})
+		_ = stages.record(bg, AuditEvent{Kind: KindServerStop})
 		if err := auditor.close(); err != nil {
 			logger.Error("closing the audit log", "err", err)
 		}
@@ -185,11 +185,11 @@ func serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		engine.Watch(watchCtx, cfg.PolicyReload, func(b *policy.Bundle, err error) {
 			if err != nil {
 				logger.Error("policy reload rejected; the last good bundle stays in force", "err", err, "revision", engine.Bundle().Revision)
-				_ = stages.record(bg, AuditEvent{Kind: "policy_reload", Err: err.Error()})
+				_ = stages.record(bg, AuditEvent{Kind: KindPolicyReload, Err: err.Error()})
 				return
 			}
 			logger.Info("policy reloaded", "source", b.Source, "revision", b.Revision, "hash", b.Hash)
-			_ = stages.record(bg, AuditEvent{Kind: "policy_reload"})
+			_ = stages.record(bg, AuditEvent{Kind: KindPolicyReload})
 		})
 	}()
 	defer func() { stopWatch(); <-watched }()
@@ -223,6 +223,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	src.Validate = validateBundle(getenv)
 	engine, err := policy.New(ctx, src)
 	if err != nil {
 		return nil, nil, nil, err
@@ -309,10 +310,14 @@ type gateway struct {
 	// recordings holds each recorded session's tap, by session id.
 	recordings sync.Map
 
-	// unfinished holds, per session, the lines of a shell command that
-	// continues on the next line: each continuation is judged with them.
+	// unfinished holds, per session, the text its next input continues
+	// (a shell command left unfinished, pipe-mode text without Enter):
+	// each continuation is judged with it.
 	unfinishedMu sync.Mutex
 	unfinished   map[string]string
+	// profiles holds each session's sandbox profile, by id, for the
+	// policy input (session.profile).
+	profiles sync.Map
 
 	// testOnlyPanic, when a test sets it, is called at points on a
 	// request's path ("tool NAME", "resource URI") and may panic there.
@@ -329,7 +334,7 @@ func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
 	})
 	g.mgr.OnPanic(func(id, where string, v any, stack []byte) {
 		logger.Error("a session goroutine panicked; the session was ended", "session", id, "where", where, "panic", fmt.Sprint(v), "stack", string(stack))
-		ev := AuditEvent{Kind: "tool_error", Err: "internal error in the session's " + where + " (the server log has the stack); the session was ended", Input: GateInput{Session: &GateRef{ID: id}}}
+		ev := AuditEvent{Kind: KindToolError, Err: "internal error in the session's " + where + " (the server log has the stack); the session was ended", Input: GateInput{Session: &GateRef{ID: id}}}
 		if err := g.stages.record(context.Background(), ev); err != nil {
 			logger.Error("audit: recording a session's internal error", "session", id, "err", err)
 		}
@@ -338,6 +343,7 @@ func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
 	// session go.
 	g.mgr.OnForget(func(id string) {
 		g.recordings.Delete(id)
+		g.profiles.Delete(id)
 		g.unfinishedMu.Lock()
 		delete(g.unfinished, id)
 		g.unfinishedMu.Unlock()

@@ -131,7 +131,10 @@ func TestOverlappingCallsE2E(t *testing.T) {
 	}
 	first := make(chan *mcp.CallToolResult, 1)
 	go func() {
-		first <- call("session_send", map[string]any{"session_id": id, "text": "while [ ! -e " + flag + " ]; do sleep 0.01; done; echo first-done"})
+		// The loop runs in a bash of its own: input typed while it runs
+		// is judged as bash's, which the policy knows (an unknown
+		// program in front is confirmed: TestTypedAheadIsJudgedForItsReaders).
+		first <- call("session_send", map[string]any{"session_id": id, "text": "bash -c 'while [ ! -e " + flag + " ]; do sleep 0.01; done'; echo first-done"})
 	}()
 	eventually(t, 20*time.Second, "the first call is typed", func() bool {
 		return strings.Contains(str(s.ok("session_read", map[string]any{"session_id": id, "mode": "screen"}), "output"), "first-done")
@@ -239,7 +242,9 @@ func TestTypingWhileACommandRunsE2E(t *testing.T) {
 	s := startServer(t)
 	id := s.start(nil)
 	flag := filepath.Join(t.TempDir(), "go")
-	r := s.send(id, "while [ ! -e "+flag+" ]; do sleep 0.01; done; echo old-output", "timeout_ms", 200)
+	// In a bash of its own, so that what is typed ahead is judged as
+	// bash's (see TestTypedAheadIsJudgedForItsReaders).
+	r := s.send(id, "bash -c 'while [ ! -e "+flag+" ]; do sleep 0.01; done'; echo old-output", "timeout_ms", 200)
 	if r["complete"] != false {
 		t.Fatalf("first: %v", r)
 	}

@@ -25,6 +25,12 @@ func (g *gateway) redactIn(s *session.Session, text string) string {
 	return g.stages.redact(text)
 }
 
+// redactorOf is how the pipeline redacts what session s shows: with its
+// Taint (nil: the engine's rules, as for text of no session).
+func (g *gateway) redactorOf(s *session.Session) func(string) string {
+	return func(text string) string { return g.redactIn(s, text) }
+}
+
 // taintOf returns the Taint of the session with this id, or nil.
 func (g *gateway) taintOf(id string) *redact.Taint {
 	if id == "" || g.mgr == nil {

@@ -137,7 +137,8 @@ func (g *gateway) sessionRef(s *session.Session, st session.Status) *GateRef {
 	sb := s.Sandbox()
 	// Every confined launch sets no_new_privs and drops every capability,
 	// degraded or not (Status.Enforced); an unconfined profile's does not.
-	return &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir, Profile: sb.Profile, Confined: g.cfg.Sandbox != "off" && sb.Enforced}
+	// The profile is the one the start's decision chose (profileOf).
+	return &GateRef{ID: s.ID(), Name: s.Name(), Argv: st.Argv, Cwd: st.Dir, Profile: g.profileOf(s.ID()), Confined: g.cfg.Sandbox != "off" && sb.Enforced}
 }
 
 // fileRefusals are the files a call's output says were refused and the

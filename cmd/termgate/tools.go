@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/termgate/termgate/policy"
 	"github.com/termgate/termgate/redact"
 	"github.com/termgate/termgate/sandbox"
 	"github.com/termgate/termgate/session"
@@ -74,13 +76,15 @@ func guard[In, Out any](g *gateway, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandl
 			if r, ok := any(&out).(refusable); ok {
 				r.refused(g, ref)
 			}
-			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+			// The hint (agent mode's one-time token) is the agent's only:
+			// the tool_error record below quotes msg, not the hint.
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg + ref.hint}}}
 		case ctx.Err() != nil:
 			// The client cancelled the call (or went away): it gets no
 			// answer; what the call started keeps running.
 			msg = fmt.Sprintf("the call was cancelled (%v); what it started keeps running, and session_read shows its output", context.Cause(ctx))
 		}
-		if aerr := g.stages.record(ctx, AuditEvent{Kind: "tool_error", Err: msg, Input: GateInput{Client: clientOf(req)}}); aerr != nil {
+		if aerr := g.stages.record(ctx, AuditEvent{Kind: KindToolError, Err: msg, Input: GateInput{Client: clientOf(req)}}); aerr != nil {
 			g.log.Error("audit: recording a tool error", "err", aerr)
 		}
 		if ref != nil {
@@ -453,6 +457,8 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	gin := startInput(in.Name, argv, dir, agent)
 	gin.Client = clientOf(req)
 	gin.Start.Confined = g.cfg.Sandbox != "off"
+	// A retry that carries the human's answer about an earlier start's
+	// connections: taken before the gate reads the request's state.
 	answers, declined, err := g.egress.answer(ctx, req, gin)
 	if err == nil {
 		err = declined
@@ -460,16 +466,60 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, out, err
 	}
-	d, err := g.stages.gate(ctx, req, gin)
-	if res, ok := asksHuman(err); ok {
-		return res, out, nil
+	var s *session.Session
+	var r session.Result
+	var shown string // what the user's startup files said, before the first output
+	o, err := g.stages.Run(ctx, req, gin, func(ctx context.Context, d Decision) (Acted, error) {
+		var a Acted
+		var err error
+		s, r, a, err = g.startSession(ctx, req, answers, gin, d, bundle, dir, argv, agent, in, mode, rows, cols, wait)
+		if err != nil {
+			return Acted{}, err
+		}
+		shown = g.startupOutput(s, maxOut)
+		a.Cap = func(text string) (string, bool, *readCall) {
+			return g.capResult(s, r, text, maxOut-utf8.RuneCountInString(shown))
+		}
+		return a, nil
+	})
+	if o.Pending != nil {
+		return o.Pending, out, nil
 	}
 	if err != nil {
 		return nil, out, err
 	}
+	d := o.Decision
+	st := s.Status()
+	out = startOut{
+		SessionID: s.ID(), Name: in.Name, Pid: st.Pid, Argv: g.redactAll(argv), Mode: string(mode),
+		Program: st.Program, Integration: st.Integration,
+		Output: shown + o.Output, Complete: r.Complete, Completion: string(r.Completion),
+		Prompt: g.redactIn(s, r.Prompt), Truncated: o.Truncated,
+		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d, Refused: o.Acted.Refused,
+		Cwd: g.stages.redact(dir.Path),
+	}
+	g.log.Info("session started", "session", s.ID(), "program", st.Program, "pid", st.Pid, "mode", mode)
+	summary := fmt.Sprintf("%s%s[session %s started: %s, pid %d, %s", withNL(out.Output), refusedText(o.Acted.Refused, o.Acted.RefusedN), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
+	if dir.Scratch {
+		summary += fmt.Sprintf(", in the scratch directory %s (the server runs in the home directory, where no session may start; pass cwd to work in a project)", out.Cwd)
+	}
+	if out.Prompt != "" {
+		summary += fmt.Sprintf(", prompt %q", out.Prompt)
+	}
+	return textResult(summary + "]"), out, nil
+}
+
+// startSession is session_start's act: it starts the session the gate
+// allowed, under the profile the decision chose, records its start, and
+// waits for its first prompt. The human's answers about an earlier
+// start's connections hold for the new launch; a result that asks about
+// connections refused while it started closes it again (an approval starts
+// it anew).
+func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, answers []egressVerdict, gin GateInput, d Decision, bundle *policy.Bundle, dir checkedDir,
+	argv []string, agent agentEnv, in startIn, mode session.Mode, rows, cols int, wait time.Duration) (*session.Session, session.Result, Acted, error) {
 	l, err := g.prepareLaunch(bundle, d.Profile, dir, argv)
 	if err != nil {
-		return nil, out, err
+		return nil, session.Result{}, Acted{}, err
 	}
 	ctx, done := g.egress.call(ctx, req, "", l.egress)
 	defer done()
@@ -495,13 +545,18 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 	s, err := g.mgr.Start(spec)
 	if err != nil {
 		g.egress.end(l.egress)
-		return nil, out, fmt.Errorf("session not started: %w", err)
+		return nil, session.Result{}, Acted{}, fmt.Errorf("session not started: %w", err)
 	}
+	profile := d.Profile
+	if profile == "" {
+		profile = "default"
+	}
+	g.profiles.Store(s.ID(), profile)
 	progressOf(ctx).watch(s)
 	g.egress.started(s.ID(), l.egress)
 	if tapErr != nil {
 		_ = g.mgr.Close(ctx, s.ID())
-		return nil, out, fmt.Errorf("session not started: its recording could not be made: %w", tapErr)
+		return nil, session.Result{}, Acted{}, fmt.Errorf("session not started: its recording could not be made: %w", tapErr)
 	}
 	g.gate.opened(s, envValue(env, "HOME"), gin.Client, gin.Text, confirmedDecision(d))
 	ctx, endCall := g.gate.begin(ctx, s.ID(), req)
@@ -511,9 +566,9 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 		recording = tap.rec.Path()
 		g.recordings.Store(s.ID(), tap)
 	}
-	if err := g.stages.record(ctx, AuditEvent{Kind: "session_start", Input: gin, Session: g.sessionFacts(s, recording)}); err != nil {
+	if err := g.stages.record(ctx, AuditEvent{Kind: KindSessionStart, Input: gin, Session: g.sessionFacts(s, recording)}); err != nil {
 		_ = g.mgr.Close(ctx, s.ID())
-		return nil, out, fmt.Errorf("%w: the audit log could not record the session's start (%v); it was closed", ErrRefused, err)
+		return nil, session.Result{}, Acted{}, fmt.Errorf("%w: the audit log could not record the session's start (%v); it was closed", ErrRefused, err)
 	}
 	g.ends.Add(1)
 	go func() {
@@ -529,7 +584,7 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 				g.log.Error("closing a recording", "session", s.ID(), "err", err)
 			}
 		}
-		if err := g.stages.record(context.Background(), AuditEvent{Kind: "session_end", Input: GateInput{Client: gin.Client}, Session: g.sessionFacts(s, recording)}); err != nil {
+		if err := g.stages.record(context.Background(), AuditEvent{Kind: KindSessionEnd, Input: GateInput{Client: gin.Client}, Session: g.sessionFacts(s, recording)}); err != nil {
 			g.log.Error("audit: recording a session's end", "session", s.ID(), "err", err)
 		}
 	}()
@@ -548,49 +603,22 @@ func (g *gateway) sessionStart(ctx context.Context, req *mcp.CallToolRequest, in
 				g.log.Error("closing a session whose start was cancelled", "session", s.ID(), "err", cerr)
 			}
 		}
-		return nil, out, err
+		return nil, session.Result{}, Acted{}, err
 	}
-	if ask := g.egress.askResult(ctx, gin); ask != nil {
-		// The human is asked about the connections the program was
-		// refused; an approval starts it again, as a new session.
+	a := Acted{Output: r.Output, Completion: string(r.Completion), Summary: "session " + s.ID() + " started", Redact: g.redactorOf(s)}
+	g.afterEgress(ctx, gin, &a)
+	if a.Ask != nil {
 		_ = g.mgr.Close(ctx, s.ID())
-		return ask, startOut{}, nil
 	}
-	st := s.Status()
-	shown := g.startupOutput(s, maxOut)
-	text, truncated, _ := g.capResult(s, r, g.redactIn(s, r.Output), maxOut-utf8.RuneCountInString(shown))
-	text = shown + text
-	out = startOut{
-		SessionID: s.ID(), Name: in.Name, Pid: st.Pid, Argv: g.redactAll(argv), Mode: string(mode),
-		Program: st.Program, Integration: st.Integration,
-		Output: text, Complete: r.Complete, Completion: string(r.Completion),
-		Prompt: g.redactIn(s, r.Prompt), Truncated: truncated,
-		Sandbox: g.sandboxText(s), Stages: g.stages.describe(), Decision: &d, Cwd: g.stages.redact(dir.Path),
-	}
-	refusedN := 0
-	out.Refused, refusedN = g.egress.refused(ctx)
-	if err := g.stages.outcome(ctx, gin, d, "session "+s.ID()+" started", withRefusals(summarize(text, out.Completion, nil), out.Refused)); err != nil {
-		return nil, out, err
-	}
-	g.log.Info("session started", "session", s.ID(), "program", st.Program, "pid", st.Pid, "mode", mode)
-	summary := fmt.Sprintf("%s%s[session %s started: %s, pid %d, %s", withNL(text), refusedText(out.Refused, refusedN), s.ID(), g.stages.redact(strings.Join(argv, " ")), st.Pid, mode)
-	if dir.Scratch {
-		summary += fmt.Sprintf(", in the scratch directory %s (the server runs in the home directory, where no session may start; pass cwd to work in a project)", out.Cwd)
-	}
-	if out.Prompt != "" {
-		summary += fmt.Sprintf(", prompt %q", out.Prompt)
-	}
-	return textResult(summary + "]"), out, nil
+	return s, r, a, nil
 }
 
-// asksHuman returns the input-required result when the gate is waiting for
-// a human's confirmation.
-func asksHuman(err error) (*mcp.CallToolResult, bool) {
-	var need *errNeedInput
-	if errors.As(err, &need) {
-		return need.res, true
-	}
-	return nil, false
+// afterEgress notes in a what the egress gate saw while the act under ctx
+// ran: a result that asks the human about the connections it refused for
+// want of an answer, and the connections it refused.
+func (g *gateway) afterEgress(ctx context.Context, gin GateInput, a *Acted) {
+	a.Ask = g.egress.askResult(ctx, gin)
+	a.Refused, a.RefusedN = g.egress.refused(ctx)
 }
 
 func withNL(s string) string {
@@ -679,38 +707,175 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, out, fmt.Errorf("the remote side is asking for a password (%q) and your text would be typed into it as one; send secret_ref or secret there, or session_keys ctrl+c to leave the prompt; nothing was sent", g.redactIn(s, prompt))
 	}
 	enter := in.Enter == nil || *in.Enter
-	judged := g.continuing(s.ID(), in.Text)
+	// Text typed earlier without Enter is the start of this line: the
+	// line is judged whole (rm -rf , then *, is rm -rf *). A line edited
+	// out of sight is read at Enter instead.
+	typed, _ := s.TypedLine()
+	judged := g.continuing(s.ID(), typed+in.Text)
+	gin := g.sessionInput(req, s, st, ActionInput, judged)
+	var r session.Result
+	res, out, err := g.sessionCall(ctx, req, s, gin, maxOut, func(ctx context.Context, d Decision) (session.Result, error) {
+		o.Judge = g.lineJudge(ctx, s, gin)
+		o.Approved = strings.Split(strings.ReplaceAll(in.Text, "\r\n", "\n"), "\n")
+		var err error
+		if r, err = s.Send(ctx, in.Text, enter, o); err != nil {
+			return r, err
+		}
+		g.keepUnfinished(s, st, judged, enter, r.Continued)
+		return r, nil
+	})
+	return res, out, err
+}
+
+// sessionInput is what the policy sees of an input to a session: the
+// program that reads it (identified by its executable), the terminal's
+// state, and the session with its real profile. Input typed while an
+// earlier command runs is judged for every program that may read it.
+func (g *gateway) sessionInput(req *mcp.CallToolRequest, s *session.Session, st session.Status, action Action, text string) GateInput {
 	gin := GateInput{
-		Action: "input", Text: judged, Program: st.Program, Secret: st.EchoOff,
+		Action: action, Text: text, Program: st.Program, EchoOff: st.EchoOff,
 		Session: g.sessionRef(s, st),
-		Client:  clientOf(req), Cwd: foregroundCwd(st.Pid),
+		Client:  clientOf(req), Cwd: programCwd(st),
 	}
-	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
-		return nil, out, err
+	if st.Mode == session.ModePTY {
+		gin.Terminal = &GateTerminal{ReadsLines: st.ReadsLines, Judged: st.Judged, Echo: !st.EchoOff, Ahead: st.Ahead}
+		if st.Ahead {
+			gin.Terminal.Readers = []string{st.Program}
+			if st.Own != "" && st.Own != st.Program {
+				gin.Terminal.Readers = append(gin.Terminal.Readers, st.Own)
+			}
+		}
 	}
-	d, err := g.stages.gate(ctx, req, gin)
-	if res, ok := asksHuman(err); ok {
-		return res, out, nil
+	return gin
+}
+
+// programCwd is the current directory of the program that reads a
+// session's input (behind the relays it runs), "" when it cannot be read.
+func programCwd(st session.Status) string {
+	if st.ProgramPid <= 0 {
+		return foregroundCwd(st.Pid)
 	}
-	if err != nil {
-		return nil, out, err
+	cwd, err := os.Readlink("/proc/" + strconv.Itoa(st.ProgramPid) + "/cwd")
+	if err != nil || !strings.HasPrefix(cwd, "/") {
+		return ""
 	}
-	o.Judge = g.lineJudge(ctx, s, gin)
-	o.Approved = strings.Split(strings.ReplaceAll(in.Text, "\r\n", "\n"), "\n")
-	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
-	defer done()
-	r, err := s.Send(ctx, in.Text, enter, o)
-	if err != nil {
-		return nil, out, sendError(s, err)
+	return cwd
+}
+
+// profileOf is the sandbox profile a session runs under.
+func (g *gateway) profileOf(id string) string {
+	if p, ok := g.profiles.Load(id); ok {
+		return p.(string)
+	}
+	return "default"
+}
+
+// keepUnfinished keeps the text a session's next input continues, so that
+// the continuation is judged with it: a shell command left unfinished
+// (PTY: the shell's continuation prompt), and in pipe mode text sent
+// without Enter, or lines a shell has not finished parsing.
+func (g *gateway) keepUnfinished(s *session.Session, st session.Status, judged string, enter, continued bool) {
+	keep := ""
+	switch {
+	case st.Mode == session.ModePipe && !enter:
+		keep = judged
+	case st.Mode == session.ModePipe && policy.IsShell(st.Program) && incompleteShell(judged):
+		keep = judged + "\n"
+	case st.Mode == session.ModePTY && (continued || enter && policy.IsShell(st.Program) && incompleteShell(judged)):
+		keep = judged + "\n"
 	}
 	g.unfinishedMu.Lock()
-	if r.Continued && !st.EchoOff {
-		g.unfinished[s.ID()] = judged
+	defer g.unfinishedMu.Unlock()
+	if keep != "" && len(keep) <= 4*g.cfg.MaxInput {
+		g.unfinished[s.ID()] = keep
 	} else {
 		delete(g.unfinished, s.ID())
 	}
+}
+
+// sessionCall runs a session input through the pipeline: the act types it
+// and waits; the result is redacted, capped and its outcome recorded. A
+// refusal cancels what the program still holds of an unfinished command
+// (cancelUnfinished). A retry that carries the human's answer about the
+// session's connections is taken first, and the connections the program
+// opens while the act runs are judged as this call's.
+func (g *gateway) sessionCall(ctx context.Context, req *mcp.CallToolRequest, s *session.Session, gin GateInput, maxOut int,
+	act func(ctx context.Context, d Decision) (session.Result, error)) (*mcp.CallToolResult, ioOut, error) {
+	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
+		return nil, ioOut{}, err
+	}
+	var r session.Result
+	o, err := g.stages.Run(ctx, req, gin, func(ctx context.Context, d Decision) (Acted, error) {
+		ctx, done := g.egress.call(ctx, req, s.ID(), nil)
+		defer done()
+		var err error
+		if r, err = act(ctx, d); err != nil {
+			return Acted{}, sendError(s, err)
+		}
+		a := Acted{
+			Output: r.Output, Completion: string(r.Completion), ExitCode: r.ExitCode, Redact: g.redactorOf(s),
+			Cap: func(text string) (string, bool, *readCall) { return g.capResult(s, r, text, maxOut) },
+		}
+		g.afterEgress(ctx, gin, &a)
+		// The files the program says it was refused and the profile does
+		// not grant (read from its redacted output).
+		a.Refused = append(a.Refused, g.fileRefusals(s, g.redactIn(s, r.Output))...)
+		return a, nil
+	})
+	if o.Pending != nil {
+		return o.Pending, ioOut{}, nil
+	}
+	if err != nil {
+		return nil, ioOut{}, g.cancelUnfinished(ctx, s, err)
+	}
+	d := o.Decision
+	out := g.ioOut(s, r, o, &d)
+	out.ExecRefused = refusalsOf(ctx)
+	return textResult(out.text()), out, nil
+}
+
+// cancelUnfinished: a refused input leaves nothing pending. When the
+// refusal came at Enter the session already cancelled the line (and the
+// command it continued) in the program; a refusal before anything was
+// typed cancels, here, a command the shell holds unfinished, so the next
+// line cannot complete it. The refusal then says what was cancelled. In
+// pipe mode nothing can be taken back: the unfinished text stays, and
+// every later input is judged with it.
+func (g *gateway) cancelUnfinished(ctx context.Context, s *session.Session, err error) error {
+	var ref *refusal
+	if !errors.As(err, &ref) {
+		return err
+	}
+	g.unfinishedMu.Lock()
+	prev, had := g.unfinished[s.ID()]
+	if s.Status().Mode == session.ModePTY {
+		delete(g.unfinished, s.ID())
+	}
 	g.unfinishedMu.Unlock()
-	return g.ioResult(ctx, s, r, maxOut, gin, &d)
+	atEnter := errors.Is(err, session.ErrLineRefused)
+	switch {
+	case s.Status().Mode == session.ModePipe:
+		if had {
+			ref.message += fmt.Sprintf(". The unfinished text %q is still in the program's input (a pipe cannot take it back): every later input is judged with it", strings.TrimRight(prev, "\n"))
+		}
+	case atEnter:
+		if had {
+			ref.message += fmt.Sprintf(". The unfinished command it continued, %q, was cancelled too", strings.TrimRight(prev, "\n"))
+		}
+	default:
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		keys, cerr := s.CancelInput(cctx, 5*time.Second)
+		switch {
+		case cerr != nil && had:
+			ref.message += fmt.Sprintf(". The unfinished command %q could not be cancelled (%v): press ctrl+c before sending more", strings.TrimRight(prev, "\n"), cerr)
+		case had && keys != "":
+			ref.message += fmt.Sprintf(". The unfinished command it continued, %q, was cancelled (%s), so no later line completes it", strings.TrimRight(prev, "\n"), keys)
+		case keys != "":
+			ref.message += fmt.Sprintf(". What the line editor held was cancelled (%s), so no later line completes it", keys)
+		}
+	}
+	return ref
 }
 
 // inputOpts checks what every input call shares: its wait options, its
@@ -767,37 +932,24 @@ func (g *gateway) sendSecret(ctx context.Context, req *mcp.CallToolRequest, s *s
 		}
 		return nil, out, errors.New("the terminal is not at a prompt that hides input (its echo is on), so the secret would be shown or run; nothing was sent. Send it when the program asks for a password")
 	}
-	gin := GateInput{
-		Action: "input", Program: st.Program, Secret: true,
-		Session: g.sessionRef(s, st),
-		Client:  clientOf(req),
-	}
-	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
-		return nil, out, err
-	}
-	d, err := g.stages.gate(ctx, req, gin)
-	if res, ok := asksHuman(err); ok {
-		return res, out, nil
-	}
-	if err != nil {
-		return nil, out, err
-	}
-	// Held by the session only now, every check passed: a refused call
-	// grows no set. A one-off secret is held for the rest of the session;
-	// a secret_ref's value is the engine's own (AddSecret at start), and
-	// the session holds it as well, so its Taint knows what it typed.
-	if g.redactor != nil {
-		if err := s.HoldSecret(value); err != nil {
-			return nil, out, fmt.Errorf("secret: %v; nothing was sent", err)
+	gin := g.sessionInput(req, s, st, ActionInput, "")
+	gin.Secret, gin.SecretMark = true, g.redactor.Placeholder("secret", []byte(value))
+	return g.sessionCall(ctx, req, s, gin, maxOut, func(ctx context.Context, d Decision) (session.Result, error) {
+		// Held by the session once the gate allowed it, just before it is
+		// typed: never for a refused call, whose "secret" could be any
+		// text the agent wants masked out of sight. A one-off secret is
+		// held for the rest of the session; a secret_ref's value is the
+		// engine's own, and the session holds it as well, so its Taint
+		// knows what it typed. The agent's input in the audit log is
+		// masked by the engine alone, never by what a session holds.
+		if g.redactor != nil {
+			if err := s.HoldSecret(value); err != nil {
+				return session.Result{}, fmt.Errorf("secret: %v; nothing was sent", err)
+			}
 		}
-	}
-	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
-	defer done()
-	r, err := s.Send(ctx, value, in.Enter == nil || *in.Enter, o)
-	if err != nil {
-		return nil, out, sendError(s, err)
-	}
-	return g.ioResult(ctx, s, r, maxOut, gin, &d)
+		r, err := s.Send(ctx, value, in.Enter == nil || *in.Enter, o)
+		return r, err
+	})
 }
 
 // continuing is text as the policy judges it: a continuation of a
@@ -806,32 +958,31 @@ func (g *gateway) continuing(id, text string) string {
 	g.unfinishedMu.Lock()
 	defer g.unfinishedMu.Unlock()
 	if prev, ok := g.unfinished[id]; ok {
-		return prev + "\n" + text
+		return prev + text // prev ends with what joins it to text (a newline, or nothing)
 	}
 	return text
 }
 
 // lineJudge returns the judge asked at each Enter about the line the
-// terminal shows; a continuation is judged with what it continues.
+// terminal shows (and the line typed, when that is known: each reading is
+// judged); a continuation is judged with what it continues. Echo off is
+// not a licence: the line is judged all the same.
 func (g *gateway) lineJudge(ctx context.Context, s *session.Session, base GateInput) func(string) error {
 	return func(line string) error {
-		st := s.Status()
-		if st.EchoOff {
-			return nil // secret input: never judged as text
-		}
 		if strings.Contains(line, "[REDACTED:") {
 			// The screen shows the line redacted; what would run is not
 			// what the policy would see. Fail closed.
 			const why = "the line at Enter holds text the redactor masked on the screen, so it cannot be judged as it would run"
 			return &refusal{
-				d:       Decision{Action: "deny", Rule: "redaction.masked_line", Reason: why, Severity: "high"},
+				d:       Decision{Action: Deny, Rule: "redaction.masked_line", Reason: why, Severity: "high"},
 				in:      base,
 				message: why + "; the typed line was cleared and nothing ran. Send the whole line with session_send",
 			}
 		}
-		in := base
-		in.Action, in.Program, in.Text, in.Cwd = "input", st.Program, g.continuing(s.ID(), line), foregroundCwd(st.Pid)
-		return g.stages.judgeLine(ctx, in)
+		st := s.Status()
+		in := g.sessionInput(nil, s, st, ActionInput, g.continuing(s.ID(), line))
+		in.Client = base.Client
+		return g.stages.Check(ctx, in, "send the whole line with session_send to ask", "the typed line was cleared and nothing ran")
 	}
 }
 
@@ -848,28 +999,16 @@ func sendError(s *session.Session, err error) error {
 	return err
 }
 
-// ioResult redacts, caps and records a session result.
-func (g *gateway) ioResult(ctx context.Context, s *session.Session, r session.Result, maxOut int, gin GateInput, d *Decision) (*mcp.CallToolResult, ioOut, error) {
-	if ask := g.egress.askResult(ctx, gin); ask != nil {
-		return ask, ioOut{}, nil
-	}
+// ioOut is a session result after the pipeline redacted and capped it.
+func (g *gateway) ioOut(s *session.Session, r session.Result, o Outcome, d *Decision) ioOut {
 	st := s.Status()
-	text, truncated, rest := g.capResult(s, r, g.redactIn(s, r.Output), maxOut)
-	out := ioOut{
-		SessionID: s.ID(), Output: text, Complete: r.Complete, Completion: string(r.Completion),
+	return ioOut{
+		SessionID: s.ID(), Output: o.Output, Complete: r.Complete, Completion: string(r.Completion),
 		ExitCode: r.ExitCode, Prompt: g.redactIn(s, r.Prompt), Alive: st.Alive, Program: st.Program,
-		Busy: st.Busy, Truncated: truncated, Screen: r.Screen, Continued: r.Continued,
-		EchoOff: st.EchoOff, LostLines: r.LostLines, Rest: rest, Decision: d, ExecRefused: refusalsOf(ctx),
+		Busy: st.Busy, Truncated: o.Truncated, Screen: r.Screen, Continued: r.Continued,
+		EchoOff: st.EchoOff, LostLines: r.LostLines, Rest: o.Rest, Decision: d,
+		Refused: o.Acted.Refused, refusedN: o.Acted.RefusedN,
 	}
-	out.Refused, out.refusedN = g.egress.refused(ctx)
-	out.Refused = append(out.Refused, g.fileRefusals(s, text)...)
-	if d != nil {
-		summary := fmt.Sprintf("%s: %d characters of output", out.Completion, len(text))
-		if err := g.stages.outcome(ctx, gin, *d, summary, withRefusals(summarize(text, out.Completion, r.ExitCode), out.Refused)); err != nil {
-			return nil, out, fmt.Errorf("the audit log could not record the outcome: %w", err)
-		}
-	}
-	return textResult(out.text()), out, nil
 }
 
 // ---- session_keys ----
@@ -917,29 +1056,19 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
-	gin := GateInput{
-		Action: "keys", Text: keysText(in.Keys), Program: st.Program, Secret: st.EchoOff,
-		Session: g.sessionRef(s, st),
-		Client:  clientOf(req),
-	}
-	if err := g.egressAnswer(ctx, req, gin, s); err != nil {
-		return nil, out, err
-	}
-	d, err := g.stages.gate(ctx, req, gin)
-	if res, ok := asksHuman(err); ok {
-		return res, out, nil
-	}
-	if err != nil {
-		return nil, out, err
-	}
-	o.Judge = g.lineJudge(ctx, s, gin)
-	ctx, done := g.egress.call(ctx, req, s.ID(), nil)
-	defer done()
-	r, err := s.SendKeys(ctx, keys, o)
-	if err != nil {
-		return nil, out, sendError(s, err)
-	}
-	return g.ioResult(ctx, s, r, maxOut, gin, &d)
+	gin := g.sessionInput(req, s, st, ActionKeys, keysText(in.Keys))
+	return g.sessionCall(ctx, req, s, gin, maxOut, func(ctx context.Context, d Decision) (session.Result, error) {
+		o.Judge = g.lineJudge(ctx, s, gin)
+		r, err := s.SendKeys(ctx, keys, o)
+		if err == nil {
+			g.unfinishedMu.Lock()
+			if !r.Continued {
+				delete(g.unfinished, s.ID())
+			}
+			g.unfinishedMu.Unlock()
+		}
+		return r, err
+	})
 }
 
 // ---- session_read ----
@@ -1008,7 +1137,7 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 			o.NoWait = true // no timeout_ms: what is there now, at once
 		}
 		// A read binds the human's answer about connections to its session.
-		bind := GateInput{Action: "read", Session: &GateRef{ID: s.ID()}, Client: clientOf(req)}
+		bind := GateInput{Action: ActionRead, Session: &GateRef{ID: s.ID()}, Client: clientOf(req)}
 		if err := g.egressAnswer(ctx, req, bind, s); err != nil {
 			return nil, out, err
 		}
@@ -1020,9 +1149,15 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 		if err != nil {
 			return nil, out, err
 		}
-		res, io, err := g.ioResult(ctx, s, r, maxOut, bind, nil)
-		out.ioOut = io
-		return res, out, err
+		a := Acted{Output: r.Output, Redact: g.redactorOf(s), Cap: func(text string) (string, bool, *readCall) {
+			return g.capResult(s, r, text, maxOut)
+		}}
+		if g.afterEgress(ctx, bind, &a); a.Ask != nil {
+			return a.Ask, out, nil
+		}
+		out.ioOut = g.ioOut(s, r, g.stages.Show(a), nil)
+		out.ioOut.ExecRefused = refusalsOf(ctx)
+		return textResult(out.ioOut.text()), out, nil
 	case "screen", "scrollback":
 		if in.TimeoutMs != 0 || in.WaitFor != "" {
 			return nil, out, fmt.Errorf("timeout_ms and wait_for apply to mode new only")
@@ -1043,11 +1178,11 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 			}
 			r.Output, r.OutputRows = s.ScrollbackRows(n)
 		}
-		text, truncated, rest := g.capResult(s, r, g.redactIn(s, r.Output), maxOut)
+		shown := g.stages.Show(Acted{Output: r.Output, Redact: g.redactorOf(s), Cap: func(text string) (string, bool, *readCall) { return g.capResult(s, r, text, maxOut) }})
 		out.ioOut = ioOut{
-			SessionID: s.ID(), Output: text, Complete: true, Alive: st.Alive, Program: st.Program,
-			Busy: st.Busy, Truncated: truncated, Screen: in.Mode == "screen", ExitCode: st.ExitCode, EchoOff: st.EchoOff,
-			Rest: rest,
+			SessionID: s.ID(), Output: shown.Output, Complete: true, Alive: st.Alive, Program: st.Program,
+			Busy: st.Busy, Truncated: shown.Truncated, Screen: in.Mode == "screen", ExitCode: st.ExitCode, EchoOff: st.EchoOff,
+			Rest: shown.Rest,
 		}
 		return textResult(out.text()), out, nil
 	case "log":
@@ -1276,10 +1411,12 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 		return nil, out, err
 	}
 	gin := GateInput{
-		Action: "exec", Text: in.Command, Program: "bash",
+		Action: ActionExec, Text: in.Command, Program: "bash",
 		Start:  &GateRef{Argv: []string{"bash", "-c", in.Command}, Cwd: dir.Path, Env: agent.Names, EnvValues: agent.Pairs, Confined: g.cfg.Sandbox != "off"},
 		Client: clientOf(req),
 	}
+	// A retry that carries the human's answer about an earlier run's
+	// connections: taken before the gate reads the request's state.
 	answers, declined, err := g.egress.answer(ctx, req, gin)
 	if err == nil {
 		err = declined
@@ -1287,59 +1424,62 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	if err != nil {
 		return nil, out, err
 	}
-	d, err := g.stages.gate(ctx, req, gin)
-	if res, ok := asksHuman(err); ok {
-		return res, out, nil
-	}
-	if err != nil {
-		return nil, out, err
-	}
-	shell, err := lookShell()
-	if err != nil {
-		return nil, out, err
-	}
-	argv := []string{shell, "-c", in.Command}
-	l, err := g.prepareLaunch(bundle, d.Profile, dir, argv)
-	if err != nil {
-		return nil, out, err
-	}
-	ctx, done := g.egress.call(ctx, req, "", l.egress)
-	defer done()
-	defer g.egress.end(l.egress)
-	g.egress.apply("", l.egress, answers)
-	env := mergeEnv(l.env, append([]string{"TERMGATE_SESSION=1"}, agent.Pairs...)...)
-	sb := l.spec
-	gate, call := g.gate.forExec(ctx, req, in.Command, envValue(env, "HOME"), confirmedDecision(d), gin.Start.Confined && sb != nil && !sb.Unconfined)
-	r, err := session.Exec(ctx, argv, dir.Path, env, limit, 4*maxOut, g.redactor, sb, gate)
-	if err != nil {
-		return nil, out, fmt.Errorf("exec: %w", err)
-	}
-	if ask := g.egress.askResult(ctx, gin); ask != nil {
-		return ask, out, nil // an approval runs the command again
-	}
-	text, truncated, _ := capOutput(g.stages.redact(r.Output), maxOut, func(int, int) (string, *readCall) {
-		hint := "exec keeps no history: run the command in a session (session_start, session_send) to page all of its output with session_read mode log"
-		if r.Truncated {
-			hint = "more than that: exec kept only the first and last " + fmt.Sprint(2*maxOut) + " bytes; " + hint
+	var r session.ExecResult
+	var sb *sandbox.Spec
+	var call *gateCall
+	o, err := g.stages.Run(ctx, req, gin, func(ctx context.Context, d Decision) (Acted, error) {
+		shell, err := lookShell()
+		if err != nil {
+			return Acted{}, err
 		}
-		return hint, nil
+		argv := []string{shell, "-c", in.Command}
+		l, err := g.prepareLaunch(bundle, d.Profile, dir, argv)
+		if err != nil {
+			return Acted{}, err
+		}
+		ctx, done := g.egress.call(ctx, req, "", l.egress)
+		defer done()
+		defer g.egress.end(l.egress)
+		g.egress.apply("", l.egress, answers)
+		env := mergeEnv(l.env, append([]string{"TERMGATE_SESSION=1"}, agent.Pairs...)...)
+		sb = l.spec
+		var gate *session.ExecGate
+		gate, call = g.gate.forExec(ctx, req, in.Command, envValue(env, "HOME"), confirmedDecision(d), gin.Start.Confined && sb != nil && !sb.Unconfined)
+		if r, err = session.Exec(ctx, argv, dir.Path, env, limit, 4*maxOut, g.redactor, sb, gate); err != nil {
+			return Acted{}, fmt.Errorf("exec: %w", err)
+		}
+		a := Acted{
+			Output: r.Output, Completion: "exited", ExitCode: &r.ExitCode, Summary: fmt.Sprintf("exit %d", r.ExitCode),
+			Cap: func(text string) (string, bool, *readCall) {
+				return capOutput(text, maxOut, func(int, int) (string, *readCall) {
+					hint := "exec keeps no history: run the command in a session (session_start, session_send) to page all of its output with session_read mode log"
+					if r.Truncated {
+						hint = "more than that: exec kept only the first and last " + fmt.Sprint(2*maxOut) + " bytes; " + hint
+					}
+					return hint, nil
+				})
+			},
+		}
+		g.afterEgress(ctx, gin, &a) // an approval runs the command again
+		return a, nil
 	})
-	out = execOut{
-		Output: text, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Truncated: truncated || r.Truncated,
-		Duration: r.Duration.Milliseconds(), Sandbox: execSandboxText(sb, r.Sandbox), Decision: &d,
-		ExecRefused: call.refusals(),
+	if o.Pending != nil {
+		return o.Pending, out, nil
 	}
-	refusedN := 0
-	out.Refused, refusedN = g.egress.refused(ctx)
-	if err := g.stages.outcome(ctx, gin, d, fmt.Sprintf("exit %d", r.ExitCode), withRefusals(summarize(text, "exited", &r.ExitCode), out.Refused)); err != nil {
+	if err != nil {
 		return nil, out, err
 	}
-	text = withNL(text) + refusedText(out.Refused, refusedN) + refusalText(out.ExecRefused)
+	d := o.Decision
+	out = execOut{
+		Output: o.Output, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Truncated: o.Truncated || r.Truncated,
+		Duration: r.Duration.Milliseconds(), Sandbox: execSandboxText(sb, r.Sandbox), Decision: &d,
+		Refused: o.Acted.Refused, ExecRefused: call.refusals(),
+	}
 	status := fmt.Sprintf("[exit %d · %d ms", r.ExitCode, out.Duration)
 	if r.TimedOut {
 		status += fmt.Sprintf(" · killed at the %s limit", limit)
 	}
-	return textResult(withNL(text) + status + "]"), out, nil
+	return textResult(withNL(o.Output) + refusedText(o.Acted.Refused, o.Acted.RefusedN) + refusalText(out.ExecRefused) + status + "]"), out, nil
 }
 
 func lookShell() (string, error) {
@@ -1382,7 +1522,7 @@ func (g *gateway) confirmTool(ctx context.Context, req *mcp.CallToolRequest, in 
 	}
 	red := g.stages.redact(just)
 	if err := g.stages.record(ctx, AuditEvent{
-		Kind: "confirmation_answered", Approved: true, Decision: Decision{Action: "confirm", Rule: st.Rule},
+		Kind: KindConfirmAnswered, Approved: true, Decision: Decision{Action: Confirm, Rule: st.Rule}, By: "agent", Via: "confirm-tool",
 		Input:   GateInput{Client: clientOf(req), Session: &GateRef{ID: st.Session}},
 		Outcome: "approved by the agent (--confirm-mode=agent): " + red,
 		Fields:  map[string]any{"termgate.confirmation.answered_by": "agent", "termgate.confirmation.via": "confirm-tool", "termgate.confirmation.justification": red},
