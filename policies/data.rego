@@ -212,6 +212,7 @@ finding contains {
 	"reason": sprintf("the start line sets %s, which runs code before anything is judged", [n]),
 } if {
 	input.action in {"start", "exec"}
+	input.start # a start line, or the exec tool's; not a program the kernel holds
 	some c in input.shell.commands
 	some n in set_names(c)
 	code_env(n)

@@ -172,7 +172,11 @@ finding contains {
 	"reason": "the line touches termgate's shell integration (its marks and their key), which the judged line depends on",
 } if {
 	input.action in {"input", "start", "exec"}
-	contains(input.text, "__termgate")
+
+	# Any name that starts so (a variable, a function, ${!__termgate@}); not
+	# the connect helper ssh's ProxyCommand runs (__termgate-connect: no
+	# shell name holds a hyphen).
+	regex.match(`__termgate([^-]|$)`, input.text)
 }
 
 # ---- a program that reads lines but cannot be judged ----

@@ -78,6 +78,11 @@ test_prompt_hook_benign if {
 test_integration_internals if {
 	denied_by(with_text(bash([c("echo", ["$__termgate_post"])]), "echo $__termgate_post"), "shell.integration_internals")
 	allowed(with_text(bash([c("echo", ["termgate"])]), "echo termgate"))
+	denied_by(with_text(bash([c("echo", ["${!__termgate@}"])]), "echo ${!__termgate@}"), "shell.integration_internals")
+	denied_by(with_text(bash([c("__termgate_wrap", [])]), "__termgate_wrap"), "shell.integration_internals")
+
+	# ssh's ProxyCommand, as the exec gate sees it.
+	allowed(with_text(bash([c("/usr/local/bin/termgate", ["__termgate-connect", "127.0.0.1:3128", "host", "22"])]), "exec '/usr/local/bin/termgate' __termgate-connect 127.0.0.1:3128 host 22"))
 }
 
 reader(program, text, judged) := object.union(typed(program, text), {"terminal": {"reads_lines": true, "judged": judged, "echo": true}})

@@ -11,6 +11,7 @@ finding contains {
 	input.shell.parse_error # absent when the line parses: a guard for OPA's index
 	input.shell.parse_error != ""
 	not input.shell.embedded
+	not input.exec # an exec's sh -c string: each program it runs is judged at its own exec
 }
 
 finding contains {
@@ -20,6 +21,7 @@ finding contains {
 	"reason": sprintf("the command name %q is computed at run time", [c.name]),
 } if {
 	input.shell.dynamic
+	not input.exec # an exec's sh -c '"$@"': the program it computes is judged at its own exec
 	some c in input.shell.commands
 	c.dynamic
 	computed_name(c.name)

@@ -25,11 +25,23 @@ ranked := sort([[
 #   What termgate asks of the bundle (query data.termgate.decision): an
 #   object with action (allow, deny or confirm), rule, reason, severity and
 #   profile. No finding allows; one finding decides; of more, the first
-#   ranked does. (The else chain spares the ranking for the common cases.
+#   ranked does. An exec of a line the human confirmed, with nothing
+#   worse than a confirm, is allowed without asking again. (The else chain spares the ranking for the common cases.
 #   A finding with an unknown action or severity decides nothing, alone or
 #   ranked.)
 # entrypoint: true
 decision := {
+	"action": "allow",
+	"rule": "exec.confirmed_line",
+	"reason": sprintf("a program of the line the human confirmed (%s)", [concat(", ", sort({f.rule | some f in finding}))]),
+	"severity": "low",
+	"profile": profile,
+} if {
+	# An exec of the line a human confirmed is not asked about again (exec.rego).
+	input.exec.line_confirmed
+	count(finding) > 0
+	exec_confirmed_by_line
+} else := {
 	"action": "allow",
 	"rule": "allow.default",
 	"reason": "no rule matched",

@@ -35,6 +35,9 @@
 //	              "confined": true},                // no capabilities, no_new_privs: sudo cannot work
 //	  "start":   {"argv": ["…"], "cwd": "…", "env": ["NAME", …],
 //	              "confined": true},                // the sandbox is on (unless the profile is unconfined)
+//	  "exec":    {"argv": ["rm", "-rf", "/home/u"], "path": "/usr/bin/rm", "cwd": "…",
+//	              "parents": ["bash", "python3.11"], "line": "…", "line_confirmed": true,
+//	              "line_commands": [{"name": "rm", "args": ["-rf", "~"]}], "identified_by": "path"},
 //	  "connect": {"host": "packages.example.com", "port": 443, "program": "python3.11", "via": "connect",
 //	              "address": "…", "address_class": "public | loopback | private | link_local | …",
 //	              "resolved": true},
@@ -83,6 +86,13 @@
 // profile. address is set for an address literal (in any spelling) and
 // when the proxy asks again about the address a name resolved to that is
 // not public. See sandbox.Destination.
+//
+// exec is a program a session's process asked the kernel to run (action
+// "exec", the exec gate); shell (and code or sql, for an interpreter's -c
+// or a client's -e) is then built from its argv by the analysis a typed
+// line's commands get, its relative paths resolved against exec.cwd;
+// program is what its executable is, and the home (gateway.home) reads ~
+// in its arguments (see Exec in exec.go).
 //
 // A flag (every boolean above) is present only when true, a command's path
 // only when it was written with a slash, parse_error only when the line

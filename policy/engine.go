@@ -55,6 +55,7 @@ type Input struct {
 	Session *Session `json:"session,omitempty"`
 	Start   *Start   `json:"start,omitempty"`
 	Connect *Connect `json:"connect,omitempty"`
+	Exec    *Exec    `json:"exec,omitempty"` // a program the kernel holds (exec.go)
 	Client  Client   `json:"client"`
 	// Terminal is what the gateway knows of the terminal an input goes
 	// to (see Terminal); absent for starts and execs.
@@ -163,6 +164,10 @@ func (in *Input) Prepare() { in.prepare(nil, nil) }
 func (in *Input) prepare(p *syntax.Parser, data *shellData) {
 	if in.Shell != nil || in.Secret || in.Action == "connect" {
 		return // a connect is judged by its destination, never as text
+	}
+	if in.Exec != nil {
+		in.prepareExec(p, data) // argv, not a line: exec.go
+		return
 	}
 	cwd := in.startCwd()
 	if in.Action == "start" && in.Start != nil && len(in.Start.Argv) > 0 {

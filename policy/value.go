@@ -122,7 +122,11 @@ func (in *Input) value() ast.Value {
 		ckv = append(ckv, "resolved", boolean(c.Resolved))
 		kv = append(kv, "connect", obj(ckv...))
 	}
-	return obj(kv...).Value
+	o := obj(kv...)
+	if in.Exec != nil {
+		o.Value.(ast.Object).Insert(execKey, in.Exec.term()) // exec.go
+	}
+	return o.Value
 }
 
 func (sh *Shell) term() *ast.Term {

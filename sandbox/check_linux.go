@@ -1,12 +1,16 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"unsafe"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	seccomp "github.com/seccomp/libseccomp-golang"
+	"golang.org/x/sys/unix"
 )
 
 // Support is what this kernel can enforce.
@@ -18,6 +22,7 @@ type Support struct {
 	UserNS       bool
 	Namespaces   bool // the launcher can make a session's mount and network namespaces
 	MemoryCgroup string
+	ExecNotify   error // why the exec gate cannot hold execs here; nil: it can
 }
 
 // Probe asks the kernel.
@@ -42,6 +47,7 @@ func Probe() Support {
 	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) != "0" {
 		s.UserNS = true
 	}
+	s.ExecNotify = NotifySupport()
 	s.Namespaces = canIsolate()
 	switch {
 	case v2Pids():
@@ -52,6 +58,42 @@ func Probe() Support {
 		s.MemoryCgroup = v1Root("memory")
 	}
 	return s
+}
+
+// NotifySupport says whether the exec gate can hold execs here: it needs
+// seccomp user notification with SECCOMP_USER_NOTIF_FLAG_CONTINUE (Linux
+// 5.5) and libseccomp's notification API (API level 6). nil: it can.
+func NotifySupport() error {
+	if api, _ := seccomp.GetAPI(); api < 6 {
+		return fmt.Errorf("libseccomp API level %d, and notification needs 6", api)
+	}
+	var sizes [3]uint16
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_NOTIF_SIZES, 0, uintptr(unsafe.Pointer(&sizes))); e != 0 {
+		return fmt.Errorf("the kernel has no seccomp user notification (%v)", e)
+	}
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return err
+	}
+	if !kernelAtLeast(unix.ByteSliceToString(u.Release[:]), 5, 5) {
+		return errors.New("the kernel predates Linux 5.5, which lets a notified system call continue")
+	}
+	return nil
+}
+
+// kernelAtLeast compares a kernel release ("6.1.0-18-amd64") with a
+// version.
+func kernelAtLeast(release string, major, minor int) bool {
+	parts := strings.SplitN(release, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(strings.TrimFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }
 
 // Report is Probe's answer for people.
@@ -86,6 +128,11 @@ func (s Support) Report() string {
 	}
 	fmt.Fprintf(&b, "namespaces:        %s\n", ns)
 	fmt.Fprintf(&b, "user namespaces:   %s (sessions may not create them)\n", ok(s.UserNS))
+	if s.ExecNotify == nil {
+		fmt.Fprintf(&b, "exec gate:         yes (seccomp user notification)\n")
+	} else {
+		fmt.Fprintf(&b, "exec gate:         NO: %v\n", s.ExecNotify)
+	}
 	fmt.Fprintf(&b, "running as uid:    %d\n", os.Getuid())
 	return b.String()
 }

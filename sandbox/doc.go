@@ -14,6 +14,45 @@
 // the exec happened, or carries the reason it did not. The gateway itself
 // is never confined.
 //
+// # Launching
+//
+// Start is the one way a program is started confined (a session, the
+// exec tool, `termgate sandbox run`): it readies the spec (Attach),
+// points the command at the launcher, starts it through the caller's
+// function (cmd.Start, or a PTY start), and returns once the program runs
+// (or the launcher's reason it does not; then nothing of the launch is
+// left). Launch.End, once the program has exited, kills what is left in
+// the cgroup, removes it, stops the exec gate and removes the tmp the
+// launch made.
+//
+// # The exec gate
+//
+// With Options.Judge, the launcher adds, after its own seccomp filter, a
+// filter whose rules send execve and execveat to a listener
+// (SECCOMP_FILTER_FLAG_NEW_LISTENER; loaded with WAIT_KILLABLE_RECV where
+// the kernel has it), and passes the listener to the gateway over a
+// socket of its own (Spec.GateFD: fd 5, or 6 after a proxy launch's
+// egress channel; SCM_RIGHTS) before its own exec. One supervisor goroutine per launch
+// polls the listener and a stop pipe; for each request it reads the
+// pathname and argv (process_vm_readv, bounded: maxArgs, maxArgBytes),
+// the working directory and the ancestry, resolves the executable under
+// the process's root and identifies it (ProgramIndex), checks that the
+// request still waits (so what it read was that process's), and asks the
+// judge: continue (SECCOMP_USER_NOTIF_FLAG_CONTINUE), or EPERM. An exec
+// whose file does not exist, or is not a regular file, gets the kernel's
+// errno without a judge. A slow answer (ExecVerdict.Ask) runs on a
+// goroutine of its own. The first request of a launch is the launcher's
+// own exec (no other task holds the filter yet). The supervisor ends at
+// POLLHUP (no process of the launch is left) or End; it then closes the
+// listener, and a process left fails every exec. The judge is the
+// gateway's: this package imports no policy.
+//
+// Known limits of the gate, written down: what it reads of a process's
+// memory can be changed by another thread of it before the kernel runs
+// the exec (the sandbox stays the boundary); a copy of a system program
+// that differs by a byte is not recognised; a process of another
+// architecture is killed; an argv over the limits is refused.
+//
 // # How paths are resolved
 //
 // A profile's paths ({cwd}, {home}, {tmp}, {path} expanded) are resolved

@@ -215,14 +215,17 @@ func BenchmarkLaunch(b *testing.B) {
 					s.Isolate = nil
 				}
 				cmd := exec.Command("/bin/false")
-				la, err := Prepare(cmd, s)
+				la, err := prepare(cmd, s)
 				if err != nil {
 					b.Fatal(err)
 				}
 				if err := cmd.Start(); err != nil {
 					b.Fatal(err)
 				}
-				if err := la.Started(cmd); err != nil {
+				la.closeChildEnds(cmd)
+				err = la.started(cmd)
+				la.close()
+				if err != nil {
 					b.Fatal(err)
 				}
 				if err := cmd.Wait(); err != nil {

@@ -182,9 +182,9 @@ func closeChannel(ours, theirs *os.File) {
 
 // startEgress takes the listeners the launcher sent (or, without a
 // namespace, the gateway's own) and serves them.
-func (l *Launch) startEgress(cmd *exec.Cmd) error {
+func (l *launcher) startEgress(cmd *exec.Cmd) error {
 	if l.channel != nil {
-		defer l.channel.Close()
+		defer func() { l.channel.Close(); l.channel = nil }()
 	}
 	es := l.egress
 	if es == nil {

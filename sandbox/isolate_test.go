@@ -116,7 +116,7 @@ ssh -p %[2]d -o BatchMode=yes git@denied.test true 2>&1 | grep -o "termgate: the
 `, port, sshPort)
 	l := newLayout(t)
 	s, _ := proxySpec(t, l, e, script)
-	out, err := launch(t, s, false, nil)
+	out, err := launch(t, s, nil)
 	if err != nil {
 		t.Fatalf("launch: %v\n%s", err, out)
 	}
@@ -166,22 +166,12 @@ func TestPrivateShm(t *testing.T) {
 	s := testSpec(t, l)
 	s.Write = append(s.Write, "/dev/shm")
 	s.Argv = []string{"/bin/sh", "-c", "echo one > /dev/shm/" + mark + " && exec sleep 60"}
-	_, cg, err := s.Attach(cgroupName(t), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cg.Kill(); _ = cg.Remove() })
 	cmd := exec.Command("/bin/false")
-	la, err := Prepare(cmd, s)
+	la, err := Start(cmd, s, Options{Name: cgroupName(t)}, cmd.Start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := la.Started(cmd); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = la.End() })
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	// The first session's file, seen through its own mount namespace.
 	inside := filepath.Join("/proc", fmt.Sprint(cmd.Process.Pid), "root", "dev", "shm", mark)
@@ -202,7 +192,7 @@ func TestPrivateShm(t *testing.T) {
 	s2 := testSpec(t, l2)
 	s2.Write = append(s2.Write, "/dev/shm")
 	s2.Argv = []string{"/bin/sh", "-c", "ls -A /dev/shm; echo two > /dev/shm/x && echo wrote; df -k /dev/shm | tail -1"}
-	out, err := launch(t, s2, false, nil)
+	out, err := launch(t, s2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +218,7 @@ func TestSessionMemoryLimit(t *testing.T) {
 	if st.MemoryLimit != 64<<20 || cg.MemoryDir() == "" {
 		t.Fatalf("status %+v: no memory limit", st)
 	}
-	out, err := launch(t, s, true, nil)
+	out, err := launchRaw(t, s)
 	if strings.Contains(out, "ALLOCATED") || err == nil {
 		t.Fatalf("a 256 MiB allocation under a 64 MiB limit: %q, %v", out, err)
 	}
@@ -286,7 +276,7 @@ grep db.test /etc/hosts`, local, named, refused)
 	l := newLayout(t)
 	s, _ := proxySpec(t, l, e, script)
 	s.Direct = []Direct{{Host: "127.0.0.1", Port: local}, {Host: "db.test", Port: named}, {Host: "other.test", Port: refused}}
-	out, err := launch(t, s, false, nil)
+	out, err := launch(t, s, nil)
 	if err != nil {
 		t.Fatalf("launch: %v\n%s", err, out)
 	}
@@ -347,7 +337,7 @@ for name, f in [("tcp", lambda: socket.create_connection(("127.0.0.1", %[1]d), t
 	if !strings.Contains(strings.Join(st.NotEnforced, "; "), "no namespace of its own") || ownNetwork(s) || len(s.Ports) != 1 {
 		t.Fatalf("status %+v, ports %v", st, s.Ports)
 	}
-	out, err := launch(t, s, true, nil)
+	out, err := launchRaw(t, s)
 	if err != nil {
 		t.Fatalf("launch: %v\n%s", err, out)
 	}

@@ -31,6 +31,9 @@ type Status struct {
 	Seccomp     bool     `json:"seccomp"`
 	Cgroup      bool     `json:"cgroup"`
 	NotEnforced []string `json:"not_enforced,omitempty"`
+	// ExecGate is the exec gate's mode ("enforce", "audit") when every
+	// exec of the launch is judged, else "".
+	ExecGate string `json:"exec_gate,omitempty"`
 	// Network says how the session reaches the network ("" for none, or
 	// a profile's tcp or any); PrivateShm that its /dev/shm is its own;
 	// MemoryLimit the bytes its memory cgroup allows (0: none).
@@ -40,11 +43,15 @@ type Status struct {
 }
 
 func (s Status) String() string {
+	gate := ""
+	if s.ExecGate != "" {
+		gate = "; exec gate " + s.ExecGate
+	}
 	if s.Profile == "" {
-		return "none: not confined"
+		return "none: not confined" + gate + s.notEnforced("; ")
 	}
 	if !s.Enforced && s.LandlockABI == 0 && !s.Seccomp {
-		return "none: profile " + s.Profile + " is unconfined"
+		return "none: profile " + s.Profile + " is unconfined" + gate + s.notEnforced("; ")
 	}
 	parts := []string{"profile " + s.Profile, fmt.Sprintf("landlock ABI %d", s.LandlockABI)}
 	if s.Seccomp {
@@ -62,6 +69,9 @@ func (s Status) String() string {
 	if s.Network != "" {
 		parts = append(parts, "network "+s.Network)
 	}
+	if s.ExecGate != "" {
+		parts = append(parts, "exec gate "+s.ExecGate)
+	}
 	head := "enforced"
 	if len(s.NotEnforced) > 0 {
 		head = "degraded"
@@ -70,13 +80,25 @@ func (s Status) String() string {
 	return head + ": " + strings.Join(parts, ", ")
 }
 
+// notEnforced is what was not enforced, after sep, for an unconfined
+// launch ("" when all was).
+func (s Status) notEnforced(sep string) string {
+	if len(s.NotEnforced) == 0 {
+		return ""
+	}
+	return sep + "NOT enforced: " + strings.Join(s.NotEnforced, "; ")
+}
+
 // IsLauncher reports whether this process was started as the launcher.
 // main calls it first, before flags or goroutines of its own.
 func IsLauncher() bool { return len(os.Args) > 1 && os.Args[1] == LaunchArg }
 
-// Launch is a launcher process being started.
-type Launch struct {
-	status *os.File
+// launcher is a launcher process being readied and started: the ends of
+// its status pipe, of the exec gate's socket and of the egress channel
+// the gateway keeps.
+type launcher struct {
+	status *os.File // reads the launcher's status: closes empty on exec
+	gate   *os.File // receives the exec gate's listener, or nil
 	// The egress proxy of a proxy launch, the gateway's end of the
 	// socket its listeners come over (nil without a network namespace),
 	// and what each listener is (see EgressSession.serve).
@@ -85,30 +107,51 @@ type Launch struct {
 	kinds   []string
 }
 
-// Prepare sets cmd up to run spec's program through the launcher: cmd's
-// path becomes this executable, the spec goes on fd 3 and a status pipe
-// on fd 4. Call Started after cmd.Start.
-func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
+// prepare sets cmd up to run spec's program through the launcher: cmd's
+// path becomes this executable, the spec goes on fd 3, a status pipe on
+// fd 4, then the egress channel of a proxy launch and the exec gate's
+// socket, each on the descriptor the spec names (Isolate.FD, GateFD).
+func prepare(cmd *exec.Cmd, spec Spec) (*launcher, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: finding termgate's own executable: %w", err)
 	}
+	l := &launcher{egress: spec.Egress}
+	var extra []*os.File // the launcher's ends beyond fd 4, in descriptor order
+	fail := func(err error) (*launcher, error) {
+		for _, f := range extra {
+			f.Close()
+		}
+		l.close()
+		return nil, err
+	}
 	channel, theirs, err := egressChannel(&spec, 5)
 	if err != nil {
 		return nil, err
+	}
+	if theirs != nil {
+		l.channel, l.kinds = channel, spec.Isolate.Listen
+		extra = append(extra, theirs) // fd 5, as the spec says
+	}
+	if spec.ExecGate {
+		mine, theirs, err := gateSocket()
+		if err != nil {
+			return fail(err)
+		}
+		l.gate = mine
+		spec.GateFD = 5 + len(extra)
+		extra = append(extra, theirs)
 	}
 	b, err := json.Marshal(spec)
 	if err == nil && len(b) > maxSpec {
 		err = errors.New("sandbox: the spec is too large")
 	}
 	if err != nil {
-		closeChannel(channel, theirs)
-		return nil, err
+		return fail(err)
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
-		closeChannel(channel, theirs)
-		return nil, err
+		return fail(err)
 	}
 	if err := fitPipe(specW, len(b)); err != nil {
 		specR.Close()
@@ -120,46 +163,58 @@ func Prepare(cmd *exec.Cmd, spec Spec) (*Launch, error) {
 	if err != nil {
 		specR.Close()
 		specW.Close()
-		closeChannel(channel, theirs)
-		return nil, err
+		return fail(err)
 	}
+	l.status = statusR
 	_, err = specW.Write(b) // fits in the pipe's buffer
 	specW.Close()
 	if err != nil {
 		specR.Close()
-		statusR.Close()
 		statusW.Close()
-		closeChannel(channel, theirs)
-		return nil, err
+		return fail(err)
 	}
 	cmd.Path = self
 	cmd.Args = []string{"termgate-launch", LaunchArg}
 	cmd.Dir = "/"
-	cmd.Env = []string{}
-	cmd.ExtraFiles = []*os.File{specR, statusW}
-	l := &Launch{status: statusR, egress: spec.Egress, channel: channel}
-	if theirs != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, theirs) // fd 5, as the spec says
-		l.kinds = spec.Isolate.Listen
-	}
+	// The launcher's own environment (the program gets the spec's): no
+	// asynchronous preemption, whose SIGURG would interrupt its exec
+	// while the gateway judges it.
+	cmd.Env = []string{"GODEBUG=asyncpreemptoff=1"}
+	cmd.ExtraFiles = append([]*os.File{specR, statusW}, extra...)
 	return l, nil
 }
 
-// Started waits for the launcher to exec the program or fail: the status
-// pipe closes empty on exec, or carries the reason.
-func (l *Launch) Started(cmd *exec.Cmd) error {
+// closeChildEnds closes the descriptors cmd handed the launcher: after
+// the start they are the launcher's alone, and the status pipe reads EOF
+// only once no copy of its write end is left.
+func (l *launcher) closeChildEnds(cmd *exec.Cmd) {
 	for _, f := range cmd.ExtraFiles {
 		f.Close()
 	}
-	defer l.status.Close()
+}
+
+// close releases the gateway's ends.
+func (l *launcher) close() {
+	if l.status != nil {
+		l.status.Close()
+	}
+	if l.gate != nil {
+		l.gate.Close()
+	}
+	if l.channel != nil {
+		l.channel.Close()
+	}
+}
+
+// started waits for the launcher to exec the program or fail: the status
+// pipe closes empty on exec, or carries the reason. Then a proxy launch's
+// egress proxy serves the listeners the launcher sent.
+func (l *launcher) started(cmd *exec.Cmd) error {
 	msg, err := io.ReadAll(l.status)
 	if err != nil {
 		return fmt.Errorf("sandbox: reading the launcher's status: %w", err)
 	}
 	if len(msg) > 0 {
-		if l.channel != nil {
-			l.channel.Close()
-		}
 		return fmt.Errorf("sandbox: %s", msg)
 	}
 	return l.startEgress(cmd)
@@ -195,6 +250,11 @@ func Main() {
 	}
 	if err := confine(s); err != nil {
 		fail("%v", err)
+	}
+	if s.ExecGate {
+		if err := gateExecs(s); err != nil {
+			fail("%v", err)
+		}
 	}
 	path := s.Argv[0]
 	if err := unix.Exec(path, s.Argv, s.Env); err != nil {

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-func testSpec(t *testing.T, l layout) Spec {
+func testSpec(t testing.TB, l layout) Spec {
 	t.Helper()
 	p := Profile{Name: "t", Network: "none",
 		Read:    []string{"/usr", "/lib", "/lib64", "/bin", "/etc", l.root + "/ro"},
@@ -31,37 +31,55 @@ func testSpec(t *testing.T, l layout) Spec {
 	return s
 }
 
-func cgroupName(t *testing.T) string {
+func cgroupName(t testing.TB) string {
 	return fmt.Sprintf("test-%d-%d", os.Getpid(), time.Now().UnixNano())
 }
 
-// launch runs spec through the launcher and returns its output, or the
-// launcher's refusal.
-func launch(t *testing.T, s Spec, attached bool, swap func()) (string, error) {
+// launch runs spec through Start and returns its output, or the
+// refusal. swap, when set, runs after the spec was sealed and before the
+// launcher starts.
+func launch(t *testing.T, s Spec, swap func()) (string, error) {
 	t.Helper()
-	if !attached {
-		_, cg, err := s.Attach(cgroupName(t), "")
-		if err != nil {
-			return "", err
-		}
-		if cg != nil {
-			t.Cleanup(func() { _ = cg.Kill(); _ = cg.Remove() })
-		}
-	}
-	if swap != nil {
-		swap()
-	}
 	cmd := exec.Command("/bin/false")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
-	l, err := Prepare(cmd, s)
+	l, err := Start(cmd, s, Options{Name: cgroupName(t)}, func() error {
+		if swap != nil {
+			swap()
+		}
+		return cmd.Start()
+	})
+	if err != nil {
+		return out.String(), err
+	}
+	werr := cmd.Wait()
+	if eerr := l.End(); eerr != nil {
+		t.Errorf("End: %v", eerr)
+	}
+	if werr != nil {
+		err = fmt.Errorf("the program failed: %v: %s", werr, out.String())
+	}
+	return out.String(), err
+}
+
+// launchRaw runs spec through the launcher as it is, without Start's
+// Attach: what the launcher itself does with a spec it is handed (or
+// one the test attached itself, to look at its status and cgroup).
+func launchRaw(t *testing.T, s Spec) (string, error) {
+	t.Helper()
+	cmd := exec.Command("/bin/false")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	ln, err := prepare(cmd, s)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ln.close()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	err = l.Started(cmd)
+	ln.closeChildEnds(cmd)
+	err = ln.started(cmd)
 	werr := cmd.Wait()
 	if err == nil && werr != nil {
 		err = fmt.Errorf("the program failed: %v: %s", werr, out.String())
@@ -78,7 +96,7 @@ func TestLauncherRefusesWhatWasReplaced(t *testing.T) {
 		t.Skip("this kernel cannot confine")
 	}
 	l := newLayout(t)
-	out, err := launch(t, testSpec(t, l), false, nil)
+	out, err := launch(t, testSpec(t, l), nil)
 	if err != nil || strings.TrimSpace(out) != l.project {
 		t.Fatalf("an untouched spec: %q, %v", out, err)
 	}
@@ -108,12 +126,7 @@ func TestLauncherRefusesWhatWasReplaced(t *testing.T) {
 		t.Run(c.name+", after the seal", func(t *testing.T) {
 			l := newLayout(t)
 			s := testSpec(t, l)
-			if _, cg, err := s.Attach(cgroupName(t), ""); err != nil {
-				t.Fatal(err)
-			} else if cg != nil {
-				t.Cleanup(func() { _ = cg.Kill(); _ = cg.Remove() })
-			}
-			out, err := launch(t, s, true, func() { c.swap(l) })
+			out, err := launch(t, s, func() { c.swap(l) })
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "nothing was started") {
 				t.Fatalf("launch = %q, %v; want a refusal saying %q", out, err, c.want)
 			}
@@ -122,7 +135,7 @@ func TestLauncherRefusesWhatWasReplaced(t *testing.T) {
 			l := newLayout(t)
 			s := testSpec(t, l)
 			c.swap(l)
-			out, err := launch(t, s, false, nil)
+			out, err := launch(t, s, nil)
 			if err == nil || !strings.Contains(err.Error(), "nothing was started") {
 				t.Fatalf("launch = %q, %v; want a refusal", out, err)
 			}
@@ -136,7 +149,7 @@ func TestLauncherNeedsASealedSpec(t *testing.T) {
 	l := newLayout(t)
 	s := testSpec(t, l)
 	s.DirID = FileID{}
-	_, err := launch(t, s, true, nil)
+	_, err := launchRaw(t, s)
 	if err == nil || !strings.Contains(err.Error(), "never checked") {
 		t.Fatalf("an unsealed spec: %v", err)
 	}

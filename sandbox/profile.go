@@ -129,6 +129,13 @@ type Spec struct {
 	// the launcher made, and the caller closes it when the launch is over.
 	Egress *EgressSession `json:"-"`
 
+	// ExecGate: the launcher holds every execve and execveat of the
+	// launch's processes for the gateway (seccomp user notification),
+	// and hands it the listener on descriptor GateFD (prepare sets it)
+	// before its own exec.
+	ExecGate bool `json:"exec_gate"`
+	GateFD   int  `json:"gate_fd,omitempty"`
+
 	guard *guard // the gateway's own files, as Resolve found them
 }
 

@@ -27,7 +27,7 @@ type layout struct {
 	root, home, state, key, project, policy string
 }
 
-func newLayout(t *testing.T) layout {
+func newLayout(t testing.TB) layout {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

@@ -31,8 +31,9 @@ type ExecResult struct {
 // With a redactor, output is redacted as it streams, before the head and
 // tail are kept: a secret cannot straddle the cut.
 //
-// With a sandbox spec, the command runs confined as a session would be.
-func Exec(ctx context.Context, argv []string, dir string, env []string, limit time.Duration, maxBytes int, red *redact.Engine, sb *sandbox.Spec) (ExecResult, error) {
+// With a sandbox spec, the command runs confined as a session would be;
+// with a gate, each program it runs is judged first.
+func Exec(ctx context.Context, argv []string, dir string, env []string, limit time.Duration, maxBytes int, red *redact.Engine, sb *sandbox.Spec, gate *ExecGate) (ExecResult, error) {
 	if len(argv) == 0 {
 		return ExecResult{}, errors.New("no command")
 	}
@@ -64,41 +65,29 @@ func Exec(ctx context.Context, argv []string, dir string, env []string, limit ti
 		out = stream
 	}
 	cmd.Stdout, cmd.Stderr = out, out
-	var launch *sandbox.Launch
 	var status sandbox.Status
+	start := time.Now()
+	if sb == nil && gate != nil {
+		sb = &sandbox.Spec{Unconfined: true, UID: -1, GID: -1} // unconfined, but its execs judged
+	}
 	if sb != nil {
 		spec := *sb
 		spec.Argv, spec.Env, spec.Dir = argv, env, dir
-		tmp := ""
-		if !spec.Unconfined {
-			var err error
-			if tmp, err = os.MkdirTemp("", sandbox.TempPattern("exec")); err != nil {
-				return ExecResult{}, err
-			}
-			defer os.RemoveAll(tmp)
+		id := "exec-" + newID()
+		o := sandbox.Options{Name: id, TmpKind: "exec"}
+		if gate != nil {
+			o.Judge, o.GateMode, o.GateBestEffort, o.Programs = gate.Judge(id), gate.Mode, gate.BestEffort, gate.Programs
 		}
-		st, cg, err := spec.Attach("exec-"+newID(), tmp)
+		l, err := sandbox.Start(cmd, spec, o, cmd.Start)
 		if err != nil {
 			return ExecResult{}, fmt.Errorf("not run: %w", err)
 		}
-		if cg != nil {
-			defer func() { cg.Kill(); _ = cg.Remove() }()
-		}
-		status = st
-		if launch, err = sandbox.Prepare(cmd, spec); err != nil {
-			return ExecResult{}, err
-		}
-	}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
+		// Whatever the command left in its cgroup goes, its exec gate
+		// stops, its tmp is removed.
+		defer l.End()
+		status = l.Status()
+	} else if err := cmd.Start(); err != nil {
 		return ExecResult{}, fmt.Errorf("starting %s: %w", argv[0], err)
-	}
-	if launch != nil {
-		if err := launch.Started(cmd); err != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			return ExecResult{}, fmt.Errorf("not confined, so not run: %w", err)
-		}
 	}
 	pid := cmd.Process.Pid
 	done := make(chan error, 1)

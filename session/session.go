@@ -81,6 +81,19 @@ type Spec struct {
 	// session's goroutines (with its stack); when nil, the Manager's
 	// handler is used, or the default slog logger.
 	OnPanic PanicFunc
+	// ExecGate, when set, holds every exec of the session's processes
+	// until its judge answers (with or without Sandbox).
+	ExecGate *ExecGate
+}
+
+// ExecGate is how a session's (or an Exec's) execs are judged.
+type ExecGate struct {
+	// Judge returns the judge of one session, by its id (an Exec's id
+	// starts with "exec-").
+	Judge      func(id string) sandbox.ExecJudge
+	Mode       string // for the status: enforce, audit
+	BestEffort bool   // run without the gate where the kernel cannot hold execs (and say so)
+	Programs   *sandbox.ProgramIndex
 }
 
 // Tap watches a session's traffic (a recording).
@@ -219,7 +232,7 @@ type Session struct {
 	stream     *redact.Stream
 	taint      *redact.Taint // with a redactor: the session's found and held secrets (repair.go)
 	tap        Tap
-	cgroup     *sandbox.Cgroup
+	launched   *sandbox.Launch // how the program was started confined, or nil
 	sandbox    sandbox.Status
 	lastInput  time.Time
 	started    time.Time
@@ -299,13 +312,6 @@ func start(id string, spec Spec) (*Session, error) {
 	cmd.Path = argv[0]
 	cmd.Dir = spec.Dir
 	cmd.Env = env
-	var launch *sandbox.Launch
-	if spec.Sandbox != nil {
-		if launch, err = s.prepareSandbox(cmd, *spec.Sandbox, argv, env); err != nil {
-			s.cleanupFailed(nil) // the cgroup Attach made, too
-			return nil, err
-		}
-	}
 	// Pdeathsig: if the server dies without closing its sessions, the
 	// session leader gets SIGKILL rather than living on.
 	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
@@ -317,63 +323,64 @@ func start(id string, spec Spec) (*Session, error) {
 		s.cleanupFailed(nil)
 		return nil, err
 	}
+	var begin func() error // starts cmd: directly, or as the launcher
+	var undo func()        // closes what begin opened, when the start fails
 	switch spec.Mode {
 	case ModePTY:
 		attr.Setctty = true
 		cmd.SysProcAttr = attr
-		f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Rows: uint16(spec.Rows), Cols: uint16(spec.Cols)}, attr)
-		if err != nil {
-			s.cleanupFailed(nil)
-			return nil, fmt.Errorf("starting %s: %w", spec.Argv[0], err)
+		begin = func() error {
+			f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Rows: uint16(spec.Rows), Cols: uint16(spec.Cols)}, attr)
+			if err != nil {
+				return err
+			}
+			if f, err = pollable(f); err != nil {
+				return err
+			}
+			s.pty, s.out = f, f
+			return nil
 		}
-		if f, err = pollable(f); err != nil {
-			s.cleanupFailed(cmd)
-			return nil, fmt.Errorf("starting %s: %w", spec.Argv[0], err)
-		}
-		s.pty, s.out = f, f
-		if launch != nil {
-			if err := launch.Started(cmd); err != nil {
-				f.Close()
-				s.cleanupFailed(cmd)
-				return nil, fmt.Errorf("session not confined, so not started: %w", err)
+		undo = func() {
+			if s.pty != nil {
+				s.pty.Close()
 			}
 		}
 	case ModePipe:
 		cmd.SysProcAttr = attr
 		inR, inW, err := os.Pipe()
 		if err != nil {
-			os.RemoveAll(dir)
+			s.cleanupFailed(nil)
 			return nil, fmt.Errorf("creating pipe: %w", err)
 		}
 		outR, outW, err := os.Pipe()
 		if err != nil {
 			inR.Close()
 			inW.Close()
-			os.RemoveAll(dir)
+			s.cleanupFailed(nil)
 			return nil, fmt.Errorf("creating pipe: %w", err)
 		}
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, outW
-		err = cmd.Start()
-		inR.Close()
-		outW.Close()
-		if err == nil && launch != nil {
-			if err = launch.Started(cmd); err != nil {
-				inW.Close()
-				outR.Close()
-				s.cleanupFailed(cmd)
-				return nil, fmt.Errorf("session not confined, so not started: %w", err)
-			}
+		s.stdin, s.out = inW, outR
+		begin = func() error {
+			err := cmd.Start()
+			inR.Close()
+			outW.Close()
+			return err
 		}
-		if err != nil {
+		undo = func() {
+			inR.Close()
+			outW.Close()
 			inW.Close()
 			outR.Close()
-			s.cleanupFailed(nil)
-			return nil, fmt.Errorf("starting %s: %w", spec.Argv[0], err)
 		}
-		s.stdin, s.out = inW, outR
 	default:
-		os.RemoveAll(dir)
+		s.cleanupFailed(nil)
 		return nil, fmt.Errorf("unknown mode %q", spec.Mode)
+	}
+	if err := s.launch(cmd, argv, env, begin); err != nil {
+		undo()
+		s.cleanupFailed(cmd)
+		return nil, err
 	}
 	s.cmd = cmd
 	// The start's quiet period counts from the program's own start: a
@@ -400,35 +407,57 @@ func start(id string, spec Spec) (*Session, error) {
 	return s, nil
 }
 
-// prepareSandbox makes cmd start through the sandbox launcher.
-func (s *Session) prepareSandbox(cmd *exec.Cmd, sb sandbox.Spec, argv, env []string) (*sandbox.Launch, error) {
+// launch starts cmd with begin: through the sandbox launcher when the
+// session is confined or its execs are gated (sandbox.Start: one launch
+// API for sessions, exec and `termgate sandbox run`), directly otherwise.
+func (s *Session) launch(cmd *exec.Cmd, argv, env []string, begin func() error) error {
+	spec := s.spec
+	var sb sandbox.Spec
+	switch {
+	case spec.Sandbox != nil:
+		sb = *spec.Sandbox
+	case spec.ExecGate != nil:
+		sb = sandbox.Spec{Unconfined: true, UID: -1, GID: -1} // unconfined, but its execs judged
+	default:
+		if err := begin(); err != nil {
+			return fmt.Errorf("starting %s: %w", spec.Argv[0], err)
+		}
+		return nil
+	}
 	tmp := filepath.Join(s.privDir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the session's tmp: %w", err)
+		return fmt.Errorf("creating the session's tmp: %w", err)
 	}
-	sb.Argv, sb.Dir, sb.Env = argv, s.spec.Dir, env
+	sb.Argv, sb.Dir, sb.Env = argv, spec.Dir, env
 	if !sb.Unconfined {
 		sb.Write = append(sb.Write, s.privDir) // history and rc files too
 	}
-	st, cg, err := sb.Attach(s.id, tmp)
-	if err != nil {
-		return nil, fmt.Errorf("session not started: %w", err)
+	o := sandbox.Options{Name: s.id, Tmp: tmp}
+	if g := spec.ExecGate; g != nil {
+		o.Judge, o.GateMode, o.GateBestEffort, o.Programs = g.Judge(s.id), g.Mode, g.BestEffort, g.Programs
 	}
-	s.sandbox, s.cgroup = st, cg
+	l, err := sandbox.Start(cmd, sb, o, begin)
+	if err != nil {
+		return fmt.Errorf("session not started: %w", err)
+	}
+	st := l.Status()
+	s.sandbox, s.launched = st, l
 	if !sb.Unconfined && st.Enforced && !slices.ContainsFunc(st.NotEnforced, func(x string) bool { return strings.HasPrefix(x, "landlock") }) {
+		// What the session may reach (its tmp lies in its private
+		// directory, which Write holds).
 		s.grants = &grants{read: sb.Read, write: append(append([]string{}, sb.Write...), sb.Devices...), home: lookupEnv(env, "HOME")}
 	}
-	return sandbox.Prepare(cmd, sb)
+	return nil
 }
 
-// cleanupFailed undoes a start that did not happen.
+// cleanupFailed undoes a start that did not happen: a process begun is
+// killed and waited for (a launch that failed has already released its
+// cgroup, tmp and gate), the output log closed, the private directory
+// removed.
 func (s *Session) cleanupFailed(cmd *exec.Cmd) {
 	if cmd != nil && cmd.Process != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-	}
-	if s.cgroup != nil {
-		_ = s.cgroup.Remove()
 	}
 	s.closeOutputLog()
 	os.RemoveAll(s.privDir)
@@ -596,10 +625,10 @@ func (s *Session) waitLoop() {
 	// so that a program's exit never leaves orphans behind.
 	pid := s.cmd.Process.Pid
 	reapTree(pid, 200*time.Millisecond)
-	if s.cgroup != nil {
-		// What left the process session (setsid) is still in the cgroup.
-		s.cgroup.Kill()
-		_ = s.cgroup.Remove()
+	if s.launched != nil {
+		// What left the process session (setsid) is still in the cgroup;
+		// the exec gate stops with the launch.
+		_ = s.launched.End()
 	}
 	// Let the reader drain what the program printed last.
 	select {

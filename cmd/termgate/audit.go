@@ -345,12 +345,10 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 		if f := ev.Session; f != nil {
 			r.Set("termgate.session.id", f.ID).Set("termgate.session.mode", f.Mode).Set("process.pid", f.Pid).
 				Set("process.interactive", f.Mode == "pty").Set("termgate.sandbox.status", f.Sandbox)
-			if st := f.SandboxStatus; st.Profile != "" {
+			st := f.SandboxStatus
+			if st.Profile != "" {
 				r.Set("termgate.sandbox.profile", st.Profile).Set("termgate.sandbox.landlock_abi", st.LandlockABI).
 					Set("termgate.sandbox.seccomp", st.Seccomp).Set("termgate.sandbox.cgroup", st.Cgroup)
-				if len(st.NotEnforced) > 0 {
-					r.Set("termgate.sandbox.not_enforced", st.NotEnforced)
-				}
 				if st.Network != "" {
 					r.Set("termgate.sandbox.network", st.Network)
 				}
@@ -359,6 +357,10 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 				}
 				r.Set("termgate.sandbox.private_shm", st.PrivateShm)
 			}
+			if len(st.NotEnforced) > 0 {
+				r.Set("termgate.sandbox.not_enforced", st.NotEnforced)
+			}
+			r.Set("termgate.sandbox.exec_gate", orOff(st.ExecGate))
 			if f.Name != "" {
 				r.Set("termgate.session.name", f.Name)
 			}
@@ -429,6 +431,8 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 		if !ok {
 			msg += " rejected; the last good bundle stays in force: " + red(ev.Err)
 		}
+	case KindExec:
+		security, msg = a.execRecord(r, ev, text, setRule) // execaudit.go
 	case KindForwardDropped:
 		r.Set("event.category", []string{"configuration"}).Set("event.type", []string{"info"}).
 			Set("event.action", "audit-forward-dropped").Set("event.outcome", "failure")

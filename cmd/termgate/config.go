@@ -43,6 +43,7 @@ type Config struct {
 	Sandbox        string        // enforce (default), best-effort, off
 	ConfirmMode    string        // human (default), agent
 	SessionUser    string        // run sessions as this user
+	ExecGate       string        // enforce (default), audit, off: judge every program a session runs
 	EgressHosts    string        // hosts(5) file the egress proxy resolves names from before DNS
 
 	PolicyURL         string // a bundle server: the bundle's URL (polled as OPA polls)
@@ -90,6 +91,7 @@ func defaultConfig() Config {
 		AuditFail:      "refuse",
 		Sandbox:        "enforce",
 		ConfirmMode:    "human",
+		ExecGate:       "enforce",
 
 		VerificationKeyID: "default",
 		VerificationAlg:   "RS256",
@@ -126,6 +128,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Sandbox, "sandbox", c.Sandbox, "confine sessions: enforce (refuse a session the kernel cannot confine), best-effort (run it degraded, and say so), off (unconfined, and say so)")
 	fs.StringVar(&c.ConfirmMode, "confirm-mode", c.ConfirmMode, "who may confirm what the policy wants confirmed: human (through the MCP client; refused when it cannot ask) or agent (weaker: a client that cannot ask a human gets a one-time token the agent redeems with the confirm tool and a written justification)")
 	fs.StringVar(&c.SessionUser, "session-user", c.SessionUser, "run sessions as this user (the gateway must be root)")
+	fs.StringVar(&c.ExecGate, "exec-gate", c.ExecGate, "judge every program a session runs, held in the kernel until the policy decides: enforce (refuse what the policy refuses; a kernel that cannot hold execs refuses sessions unless --sandbox=best-effort), audit (judge and record, refuse nothing), off")
 	fs.StringVar(&c.EgressHosts, "egress-hosts", c.EgressHosts, "a hosts(5) file: names the egress proxy resolves from it before DNS (an internal registry's address, say); the policy still judges each name and each address that is not public")
 	fs.Var(&c.Secrets, "secret", "a secret the gateway holds, typed by session_send {secret_ref: NAME} and masked everywhere: NAME=env:VAR or NAME=file:PATH (repeatable; the env twin takes a comma-separated list)")
 	fs.DurationVar(&c.PolicyReload, "policy-reload", c.PolicyReload, "check the policy bundle for changes this often and reload it (0: never)")
@@ -201,6 +204,7 @@ func (c Config) validate() error {
 	check(c.AuditSync > 0, "--audit-sync must be positive")
 	check(c.ConfirmMode == "human" || c.ConfirmMode == "agent", "--confirm-mode must be human or agent, not %q", c.ConfirmMode)
 	check(c.Sandbox == "enforce" || c.Sandbox == "best-effort" || c.Sandbox == "off", "--sandbox must be enforce, best-effort or off, not %q", c.Sandbox)
+	check(c.ExecGate == "enforce" || c.ExecGate == "audit" || c.ExecGate == "off", "--exec-gate must be enforce, audit or off, not %q", c.ExecGate)
 	check(c.AuditMaxSize >= 0, "--audit-max-size must not be negative")
 	check(c.MaxOutputCeiling >= c.MaxOutput && c.MaxOutputCeiling <= 16<<20, "--max-output-ceiling must be at least --max-output (%d) and at most 16777216, not %d", c.MaxOutput, c.MaxOutputCeiling)
 	check(c.OutputLogMax == 0 || c.OutputLogMax >= session.MinOutputLogMax && c.OutputLogMax <= 1<<40, "--output-log-max must be 0 (none) or %d bytes to 1 TiB, not %d", session.MinOutputLogMax, c.OutputLogMax)

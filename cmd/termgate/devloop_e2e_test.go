@@ -514,7 +514,9 @@ func TestSecretRefToARemotePrompt(t *testing.T) {
 	secret := "pw-" + marker()
 	sum := sha256.Sum256([]byte(secret))
 	t.Setenv("TERMGATE_TEST_REMOTE_PW", secret)
-	s := startServerHome(t, home, t.TempDir(), nil, "--secret", "remote_pw=env:TERMGATE_TEST_REMOTE_PW")
+	// The copy named ssh is what the exec gate asks about (a system
+	// program under another name); here it records it and lets it run.
+	s := startServerHome(t, home, t.TempDir(), nil, "--secret", "remote_pw=env:TERMGATE_TEST_REMOTE_PW", "--exec-gate", "audit")
 	id := s.start(map[string]any{"cwd": project})
 	r := s.send(id, fmt.Sprintf("./ssh remote.py %x", sum), "wait_for", `password for agent:`, "timeout_ms", 60000)
 	if str(r, "completion") != "pattern" || str(r, "program") != "ssh" {

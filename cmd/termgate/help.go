@@ -31,9 +31,10 @@ func commands() map[string]struct{ synopsis, text string } {
 		"audit": {"termgate audit verify [--audit-key F] FILE...",
 			"Check an audit log's hash chain: OK, or which record was edited, deleted, inserted or reordered,\n" +
 				"and whether the chain ends with the gateway's closing checkpoint. Exit 0 intact, 1 tampered, 2 usage."},
-		"sandbox": {"termgate sandbox check\n  termgate sandbox run [--profile P] [--policy-dir D] -- CMD...",
-			"check says what this kernel can enforce (Landlock ABI, seccomp, cgroups);\n" +
-				"run runs one command confined exactly as a session would be."},
+		"sandbox": {"termgate sandbox check\n  termgate sandbox run [--profile P] [--policy-dir D] [--exec-gate MODE] -- CMD...",
+			"check says what this kernel can enforce (Landlock ABI, seccomp, cgroups, the exec gate);\n" +
+				"run runs one command confined exactly as a session would be, every program it starts judged\n" +
+				"by the policy (--exec-gate enforce, the default; audit; off); what it refuses is said on stderr."},
 		"version": {"termgate version",
 			"Print the version, the commit and its date, and the versions of what is built in: OPA, gitleaks' rules, libseccomp."},
 		"help": {"termgate help [COMMAND]", "Describe termgate, or one command."},

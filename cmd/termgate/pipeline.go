@@ -98,6 +98,7 @@ const (
 	KindPolicyReload    AuditKind = "policy_reload"
 	KindForwardDropped  AuditKind = "forward_dropped"
 	KindNetwork         AuditKind = "network"
+	KindExec            AuditKind = "exec" // a program the exec gate held (execgate.go)
 )
 
 // GateInput is what the policy sees of one input. Field names follow the
@@ -110,7 +111,9 @@ type GateInput struct {
 	Start   *GateRef `json:"start,omitempty"`
 	// Connect is action connect's destination.
 	Connect *GateConnect `json:"connect,omitempty"`
-	Client  Client       `json:"client"`
+	// Exec is a program the kernel holds (action exec, execgate.go).
+	Exec   *GateExec `json:"exec,omitempty"`
+	Client Client    `json:"client"`
 	// Cwd is the current directory of the terminal's foreground program
 	// when the input is judged (input.cwd): relative paths are resolved
 	// against it.
@@ -166,6 +169,20 @@ type GateRef struct {
 	// of Env. They bind a confirmation (its hash) and are shown to the
 	// human who confirms; never to the policy or the audit log.
 	EnvValues []string `json:"-"`
+}
+
+// GateExec is a program a session's process asked the kernel to run
+// (action "exec"): policy.Exec, as the exec gate read it.
+type GateExec struct {
+	Argv          []string `json:"argv"`
+	Path          string   `json:"path"`
+	Cwd           string   `json:"cwd"`
+	Parents       []string `json:"parents"`
+	Line          string   `json:"line,omitempty"`
+	LineConfirmed bool     `json:"line_confirmed,omitempty"`
+	IdentifiedBy  string   `json:"identified_by,omitempty"`
+	Home          string   `json:"-"` // the session's home: ~ in the commands the rules read
+	Env           []string `json:"-"` // the exec's environment, read when a confirmed line has variables
 }
 
 // Client is the MCP client as it introduced itself.
@@ -300,6 +317,11 @@ type Stages struct {
 	Confirmer Confirmer
 	Redactor  Redactor
 	Auditor   Auditor
+	// Judged, when set, hears every input allowed on a session (the exec
+	// gate keeps the last as the line an exec is judged with).
+	Judged func(GateInput, Decision)
+	// ExecGate is the exec gate's mode (enforce, audit, off), for describe.
+	ExecGate string
 	// Log receives what the agent is not told: the stack of a policy
 	// decision that panicked. Nil discards it.
 	Log *slog.Logger
@@ -515,6 +537,9 @@ func (p *Stages) settle(ctx context.Context, req *mcp.CallToolRequest, in GateIn
 		}
 	}
 	if d.Action == Allow {
+		if p.Judged != nil {
+			p.Judged(in, d)
+		}
 		return d, nil, nil
 	}
 	if notConfirmed != "" {
@@ -607,6 +632,9 @@ func (p *Stages) Check(ctx context.Context, in GateInput, howToAsk, done string)
 	}
 	switch {
 	case d.Action == Allow:
+		if p.Judged != nil {
+			p.Judged(in, d)
+		}
 		return nil
 	case asked:
 		return &refusal{d: d, in: in, message: fmt.Sprintf("not confirmed: %s needs a human's confirmation (rule %s), which cannot be asked here: %s; %s", what, d.Rule, howToAsk, done)}
@@ -686,6 +714,7 @@ func (p *Stages) describe() map[string]string {
 		"confirmation": name(p.Confirmer != nil, "on"),
 		"redaction":    name(p.Redactor != nil, "on"),
 		"audit":        auditText(p.Auditor),
+		"exec_gate":    name(p.ExecGate != "", p.ExecGate),
 	}
 }
 

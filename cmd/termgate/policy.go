@@ -122,6 +122,10 @@ func toPolicyInput(in GateInput) policy.Input {
 		}
 		pin.Start = &policy.Start{Argv: in.Start.Argv, Cwd: in.Start.Cwd, Env: env, Confined: in.Start.Confined}
 	}
+	if x := in.Exec; x != nil {
+		pin.Exec = &policy.Exec{Argv: x.Argv, Path: x.Path, Cwd: x.Cwd, Parents: x.Parents, Line: x.Line,
+			LineConfirmed: x.LineConfirmed, IdentifiedBy: x.IdentifiedBy, Home: x.Home, Env: x.Env}
+	}
 	if t := in.Terminal; t != nil {
 		pin.Terminal = &policy.Terminal{ReadsLines: t.ReadsLines, Judged: t.Judged, Echo: t.Echo, Ahead: t.Ahead, Readers: t.Readers}
 	}

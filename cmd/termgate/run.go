@@ -275,6 +275,8 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(
 	gw.confirmer = confirmer
 	gw.protected = protectedPaths(cfg, getenv)
 	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
+	gw.gate = newExecGate(gw, cfg.ExecGate) // the exec gate (execgate.go)
+	gw.stages.Judged, gw.stages.ExecGate = gw.gate.judged, cfg.ExecGate
 	hosts, err := readEgressHosts(cfg.EgressHosts)
 	if err != nil {
 		return nil, nil, nil, err
@@ -300,6 +302,7 @@ type gateway struct {
 	getenv    func(string) string
 	protected []string // the gateway's own files: no session reaches them
 	confirmer *humanConfirmer
+	gate      *execGate   // the exec gate; nil with --exec-gate=off
 	egress    *egressGate // the egress proxy's judge; nil: no proxy sessions
 
 	// ends counts the watchers that record each session's end.
@@ -355,6 +358,7 @@ func (g *gateway) shutdown() error {
 	defer cancel()
 	err := g.mgr.Shutdown(ctx)
 	g.ends.Wait()
+	g.gate.stop() // every session's execs are recorded
 	if g.egress != nil {
 		g.egress.close() // every session's proxy is gone with its session; this is the rest
 	}

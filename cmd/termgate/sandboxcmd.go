@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 
 	"github.com/termgate/termgate/policy"
@@ -18,13 +19,13 @@ import (
 // sandboxMain is `termgate sandbox check` and `termgate sandbox run`.
 func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) == 0 || args[0] != "check" && args[0] != "run" {
-		fmt.Fprint(stderr, "usage: termgate sandbox check | termgate sandbox run [--profile P] [--policy-dir D] [--sandbox MODE] [--session-user U] -- CMD...\n")
+		fmt.Fprint(stderr, "usage: termgate sandbox check | termgate sandbox run [--profile P] [--policy-dir D] [--sandbox MODE] [--exec-gate MODE] [--session-user U] -- CMD...\n")
 		return 2
 	}
 	if args[0] == "check" {
 		s := sandbox.Probe()
 		fmt.Fprint(stdout, s.Report())
-		if s.LandlockABI < sandbox.MinABI || s.SeccompAPI == 0 {
+		if s.LandlockABI < sandbox.MinABI || s.SeccompAPI == 0 || s.ExecNotify != nil {
 			fmt.Fprintln(stdout, "this kernel cannot confine sessions fully: termgate refuses them unless --sandbox=best-effort")
 			return 1
 		}
@@ -38,10 +39,15 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 	fs.StringVar(&cfg.PolicyDir, "policy-dir", getenv("TERMGATE_POLICY_DIR"), "policy bundle (default: the embedded bundle)")
 	fs.StringVar(&cfg.Sandbox, "sandbox", "enforce", "enforce or best-effort")
 	fs.StringVar(&cfg.SessionUser, "session-user", "", "run as this user")
+	gateMode := fs.String("exec-gate", "enforce", "judge every program the command runs: enforce, audit (record, refuse nothing) or off")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if *gateMode != "enforce" && *gateMode != "audit" && *gateMode != "off" {
+		fmt.Fprintf(stderr, "termgate: --exec-gate must be enforce, audit or off, not %q\n", *gateMode)
 		return 2
 	}
 	argv := fs.Args()
@@ -100,40 +106,24 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 		fmt.Fprintln(stderr, "termgate: sandbox run confines; --sandbox=off is not for it")
 		return 2
 	}
-	spec := l.spec
-	tmp, err := os.MkdirTemp("", sandbox.TempPattern("run"))
-	if err != nil {
-		fmt.Fprintf(stderr, "termgate: %v\n", err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
+	spec := *l.spec
 	spec.Argv, spec.Dir = append([]string{path}, argv[1:]...), dir.Path
 	spec.Env = l.env
-	_, cg, err := spec.Attach(fmt.Sprintf("run-%d", os.Getpid()), tmp)
-	if err != nil {
-		fmt.Fprintf(stderr, "termgate: %v\n", err)
-		return 1
-	}
-	if cg != nil {
-		defer func() { _ = cg.Kill(); _ = cg.Remove() }()
-	}
 	cmd := exec.Command(path)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	launch, err := sandbox.Prepare(cmd, *spec)
+	o := sandbox.Options{Name: fmt.Sprintf("run-%d", os.Getpid()), TmpKind: "run"}
+	if *gateMode != "off" {
+		o.Judge, o.GateMode = runJudge(engine, policyGateway(cfg, getenv), *gateMode, home, stderr), *gateMode
+		o.GateBestEffort = cfg.Sandbox == "best-effort" || *gateMode == "audit"
+		o.Programs = sandbox.NewProgramIndex(append(sandbox.SystemProgramDirs(), filepath.SplitList(getenv("PATH"))...))
+	}
+	launch, err := sandbox.Start(cmd, spec, o, cmd.Start)
 	if err != nil {
-		fmt.Fprintf(stderr, "termgate: %v\n", err)
-		return 1
-	}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "termgate: %v\n", err)
-		return 1
-	}
-	if err := launch.Started(cmd); err != nil {
-		_ = cmd.Wait()
 		fmt.Fprintf(stderr, "termgate: %v\n", err)
 		return 126
 	}
+	defer launch.End()
 	err = cmd.Wait()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -147,4 +137,39 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 		return 1
 	}
 	return 0
+}
+
+// runJudge judges the programs a `termgate sandbox run` command starts
+// with the bundle's rules, as a session's are. There is no call to ask a
+// human through (the command has the terminal): what the policy wants
+// confirmed is refused. Each refusal is told on stderr.
+func runJudge(engine *policy.Engine, gw policy.Gateway, mode, home string, stderr io.Writer) sandbox.ExecJudge {
+	return func(ctx context.Context, r *sandbox.ExecRequest) sandbox.ExecVerdict {
+		if r.Launcher {
+			return sandbox.ExecVerdict{Allow: true}
+		}
+		rule, reason := "exec.unreadable", ""
+		if r.Unreadable != nil {
+			reason = "the exec could not be read whole: " + r.Unreadable.Error()
+		} else {
+			d, err := engine.Decide(ctx, policy.Input{Action: "exec", Program: r.Program, Exec: &policy.Exec{
+				Argv: r.Argv, Path: r.Executable, Cwd: r.Cwd, Parents: r.Parents, IdentifiedBy: r.IdentifiedBy, Home: home}, Gateway: &gw})
+			switch {
+			case err == nil && d.Action == "allow":
+				return sandbox.ExecVerdict{Allow: true}
+			case err != nil:
+				rule, reason = "policy.error", err.Error()
+			case d.Action == "confirm":
+				rule, reason = d.Rule, d.Reason+" (needs a human's confirmation, which sandbox run cannot ask)"
+			default:
+				rule, reason = d.Rule, d.Reason
+			}
+		}
+		if mode == "audit" {
+			fmt.Fprintf(stderr, "termgate: exec would be refused (--exec-gate=audit): %s by %s: %s\n", policy.QuoteArgv(r.Argv), rule, reason)
+			return sandbox.ExecVerdict{Allow: true}
+		}
+		fmt.Fprintf(stderr, "termgate: exec refused: %s (%s) by %s: %s\n", r.Program, policy.QuoteArgv(r.Argv), rule, reason)
+		return sandbox.ExecVerdict{}
+	}
 }

@@ -246,6 +246,8 @@ type ioOut struct {
 	Decision   *Decision `json:"decision,omitempty" jsonschema:"the gate's decision on this input"`
 	Refused    []Refusal `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while this call ran (a connection the egress proxy refused): destination, program, profile, rule, reason"`
 	refusedN   int       // refusals past the list
+	// ExecRefused are the programs the exec gate refused during the call.
+	ExecRefused []execRefusal `json:"exec_refused,omitempty" jsonschema:"programs the command started that the exec gate refused (EPERM): which, by which rule, why; the rest of the command may have run"`
 }
 
 func (o ioOut) text() string {
@@ -254,6 +256,7 @@ func (o ioOut) text() string {
 	if o.Output != "" && !strings.HasSuffix(o.Output, "\n") {
 		b.WriteByte('\n')
 	}
+	b.WriteString(refusalText(o.ExecRefused))
 	b.WriteString(refusedText(o.Refused, o.refusedN))
 	fmt.Fprintf(&b, "[session %s · %s", o.SessionID, o.Program)
 	switch {
@@ -398,7 +401,7 @@ type startOut struct {
 // sandboxText says how a session is confined, for results.
 func (g *gateway) sandboxText(s *session.Session) string {
 	if g.cfg.Sandbox == "off" {
-		return sandboxStatusOf(nil, sandbox.Status{})
+		return sandboxStatusOf(nil, sandbox.Status{}) + gateText(s.Sandbox())
 	}
 	return s.Sandbox().String()
 }
@@ -523,6 +526,7 @@ func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, an
 	g.egress.apply("", l.egress, answers)
 	env := mergeEnv(l.env, append([]string{"TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1"}, agent.Pairs...)...)
 	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec}
+	spec.ExecGate = g.gate.forSession()
 	if g.redactor != nil {
 		spec.Taint = redact.NewTaint(redact.TaintLimits{}) // the session's, shared with its recording
 	}
@@ -554,6 +558,9 @@ func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, an
 		_ = g.mgr.Close(ctx, s.ID())
 		return nil, session.Result{}, Acted{}, fmt.Errorf("session not started: its recording could not be made: %w", tapErr)
 	}
+	g.gate.opened(s, envValue(env, "HOME"), gin.Client, gin.Text, confirmedDecision(d))
+	ctx, endCall := g.gate.begin(ctx, s.ID(), req)
+	defer endCall()
 	recording := ""
 	if tap != nil {
 		recording = tap.rec.Path()
@@ -568,6 +575,7 @@ func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, an
 		defer g.ends.Done()
 		<-s.Done()
 		g.egress.end(l.egress)
+		g.gate.closed(s.ID())
 		if tap != nil {
 			// What only the screen put together is learnt before the
 			// recording is redacted with the session's Taint.
@@ -680,6 +688,8 @@ func (g *gateway) sessionSend(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, out, err
 	}
 	progressOf(ctx).watch(s)
+	ctx, endCall := g.gate.begin(ctx, s.ID(), req)
+	defer endCall()
 	if in.SecretRef != "" || in.Secret != "" {
 		return g.sendSecret(ctx, req, s, in)
 	}
@@ -820,6 +830,7 @@ func (g *gateway) sessionCall(ctx context.Context, req *mcp.CallToolRequest, s *
 	}
 	d := o.Decision
 	out := g.ioOut(s, r, o, &d)
+	out.ExecRefused = refusalsOf(ctx)
 	return textResult(out.text()), out, nil
 }
 
@@ -1020,6 +1031,8 @@ func (g *gateway) sessionKeys(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, out, err
 	}
 	progressOf(ctx).watch(s)
+	ctx, endCall := g.gate.begin(ctx, s.ID(), req)
+	defer endCall()
 	if len(in.Keys) == 0 || len(in.Keys) > maxKeys {
 		return nil, out, fmt.Errorf("keys must list 1 to %d keys", maxKeys)
 	}
@@ -1130,6 +1143,8 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 		}
 		ctx, done := g.egress.call(ctx, req, s.ID(), nil)
 		defer done()
+		ctx, endCall := g.gate.begin(ctx, s.ID(), req)
+		defer endCall()
 		r, err := s.Read(ctx, o)
 		if err != nil {
 			return nil, out, err
@@ -1141,6 +1156,7 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 			return a.Ask, out, nil
 		}
 		out.ioOut = g.ioOut(s, r, g.stages.Show(a), nil)
+		out.ioOut.ExecRefused = refusalsOf(ctx)
 		return textResult(out.ioOut.text()), out, nil
 	case "screen", "scrollback":
 		if in.TimeoutMs != 0 || in.WaitFor != "" {
@@ -1366,6 +1382,8 @@ type execOut struct {
 	Sandbox   string    `json:"sandbox" jsonschema:"the command's confinement"`
 	Decision  *Decision `json:"decision,omitempty" jsonschema:"the gate's decision"`
 	Refused   []Refusal `json:"sandbox_refused,omitempty" jsonschema:"what the sandbox refused while the command ran (a connection the egress proxy refused): destination, program, profile, rule, reason"`
+	// ExecRefused are the programs the exec gate refused during the run.
+	ExecRefused []execRefusal `json:"exec_refused,omitempty" jsonschema:"programs the command started that the exec gate refused (EPERM): which, by which rule, why; the rest of the command may have run"`
 }
 
 func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, execOut, error) {
@@ -1408,6 +1426,7 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	}
 	var r session.ExecResult
 	var sb *sandbox.Spec
+	var call *gateCall
 	o, err := g.stages.Run(ctx, req, gin, func(ctx context.Context, d Decision) (Acted, error) {
 		shell, err := lookShell()
 		if err != nil {
@@ -1424,7 +1443,9 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 		g.egress.apply("", l.egress, answers)
 		env := mergeEnv(l.env, append([]string{"TERMGATE_SESSION=1"}, agent.Pairs...)...)
 		sb = l.spec
-		if r, err = session.Exec(ctx, argv, dir.Path, env, limit, 4*maxOut, g.redactor, sb); err != nil {
+		var gate *session.ExecGate
+		gate, call = g.gate.forExec(ctx, req, in.Command, envValue(env, "HOME"), confirmedDecision(d), gin.Start.Confined && sb != nil && !sb.Unconfined)
+		if r, err = session.Exec(ctx, argv, dir.Path, env, limit, 4*maxOut, g.redactor, sb, gate); err != nil {
 			return Acted{}, fmt.Errorf("exec: %w", err)
 		}
 		a := Acted{
@@ -1451,14 +1472,14 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 	d := o.Decision
 	out = execOut{
 		Output: o.Output, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Truncated: o.Truncated || r.Truncated,
-		Duration: r.Duration.Milliseconds(), Sandbox: sandboxStatusOf(sb, r.Sandbox), Decision: &d,
-		Refused: o.Acted.Refused,
+		Duration: r.Duration.Milliseconds(), Sandbox: execSandboxText(sb, r.Sandbox), Decision: &d,
+		Refused: o.Acted.Refused, ExecRefused: call.refusals(),
 	}
 	status := fmt.Sprintf("[exit %d · %d ms", r.ExitCode, out.Duration)
 	if r.TimedOut {
 		status += fmt.Sprintf(" · killed at the %s limit", limit)
 	}
-	return textResult(withNL(o.Output) + refusedText(o.Acted.Refused, o.Acted.RefusedN) + status + "]"), out, nil
+	return textResult(withNL(o.Output) + refusedText(o.Acted.Refused, o.Acted.RefusedN) + refusalText(out.ExecRefused) + status + "]"), out, nil
 }
 
 func lookShell() (string, error) {

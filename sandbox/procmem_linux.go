@@ -1,0 +1,337 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Reading a process that waits in execve: its memory (the pathname and
+// argv it passed), its working directory, its ancestry. Everything read
+// here is the process's to change until the kernel runs the exec, by
+// another thread or a process sharing its memory: the answer judges what
+// was there when it was read (see the package doc's known limits).
+
+func procPath(pid int, name string) string { return "/proc/" + strconv.Itoa(pid) + "/" + name }
+
+// procMem reads another process's memory (process_vm_readv: one system
+// call a read, no descriptor to open), keeping the last page-sized window
+// read: argv's strings lie close together, so most take no read of their
+// own. What it read is the asking process's only if the request is still
+// valid after the reading (the supervisor checks): a pid cannot be
+// reused while its task waits in the kernel.
+type procMem struct {
+	read func(p []byte, addr uint64) (int, error)
+	base uint64
+	win  []byte
+	buf  [4096]byte
+}
+
+func openMem(pid int) *procMem {
+	return &procMem{read: func(p []byte, addr uint64) (int, error) {
+		local := []unix.Iovec{{Base: &p[0]}}
+		local[0].SetLen(len(p))
+		return unix.ProcessVMReadv(pid, local, []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}, 0)
+	}}
+}
+
+// window returns the bytes from addr to the end of what one read gives
+// (at most a page, stopping where the mapping does).
+func (m *procMem) window(addr uint64) ([]byte, error) {
+	if m.win != nil && addr >= m.base && addr < m.base+uint64(len(m.win)) {
+		return m.win[addr-m.base:], nil
+	}
+	if addr == 0 {
+		return nil, unix.EFAULT
+	}
+	n, err := m.read(m.buf[:], addr)
+	if err != nil || n == 0 {
+		// A read that starts on a mapped page and runs into an unmapped
+		// one may fail whole: read to the page's end alone.
+		rest := 4096 - int(addr%4096)
+		if rest < len(m.buf) {
+			n, err = m.read(m.buf[:rest], addr)
+		}
+		if err != nil || n == 0 {
+			if err == nil || errors.Is(err, unix.EIO) {
+				err = unix.EFAULT // an unmapped address, as the kernel will say
+			}
+			return nil, err
+		}
+	}
+	m.base, m.win = addr, m.buf[:n]
+	return m.win, nil
+}
+
+// str reads a NUL-terminated string of at most max bytes at addr.
+func (m *procMem) str(addr uint64, max int) (string, error) {
+	var out []byte
+	for {
+		w, err := m.window(addr)
+		if err != nil {
+			return "", err
+		}
+		if i := bytes.IndexByte(w, 0); i >= 0 {
+			if len(out)+i > max {
+				return "", fmt.Errorf("longer than %d bytes", max)
+			}
+			if out == nil {
+				return string(w[:i]), nil
+			}
+			return string(append(out, w[:i]...)), nil
+		}
+		out = append(out, w...)
+		if len(out) > max {
+			return "", fmt.Errorf("longer than %d bytes", max)
+		}
+		addr += uint64(len(w))
+	}
+}
+
+// ptrSize is the size of a pointer of the process: the gate's filter
+// kills any process of another architecture, so it is the gateway's own.
+const ptrSize = int(unsafe.Sizeof(uintptr(0)))
+
+// strs reads a NULL-terminated array of string pointers (argv) at addr,
+// within maxArgs and maxArgBytes. A NULL array is an empty argv.
+func (m *procMem) strs(addr uint64) ([]string, error) {
+	if addr == 0 {
+		return []string{}, nil
+	}
+	var ptrs []uint64
+	var raw [64 * 8]byte
+	for {
+		n, err := m.read(raw[:], addr)
+		if err != nil || n < ptrSize {
+			// Near the end of a mapping: one pointer at a time.
+			n, err = m.read(raw[:ptrSize], addr)
+			if err != nil || n < ptrSize {
+				if err == nil || errors.Is(err, unix.EIO) {
+					err = unix.EFAULT
+				}
+				return nil, err
+			}
+		}
+		done := false
+		for i := 0; i+ptrSize <= n; i += ptrSize {
+			var p uint64
+			if ptrSize == 8 {
+				p = binary.NativeEndian.Uint64(raw[i:])
+			} else {
+				p = uint64(binary.NativeEndian.Uint32(raw[i:]))
+			}
+			if p == 0 {
+				done = true
+				break
+			}
+			ptrs = append(ptrs, p)
+			if len(ptrs) > maxArgs {
+				return nil, fmt.Errorf("more than %d arguments", maxArgs)
+			}
+		}
+		if done {
+			break
+		}
+		addr += uint64(n - n%ptrSize)
+	}
+	out := make([]string, len(ptrs))
+	total := 0
+	for i, p := range ptrs {
+		s, err := m.str(p, maxArgBytes-total)
+		if err != nil {
+			if !errors.Is(err, unix.EFAULT) {
+				err = fmt.Errorf("more than %d bytes", maxArgBytes)
+			}
+			return nil, err
+		}
+		out[i] = s
+		total += len(s) + 1
+	}
+	return out, nil
+}
+
+// resolveExecutable finds the file an exec names, as the kernel will:
+// relative to the process's working directory, or to execveat's
+// directory, or that directory itself (AT_EMPTY_PATH), under the
+// process's root, links followed. It returns the file's real path and
+// what stat says, or the errno the exec fails with: a file that does
+// not exist or is not a regular file is never run, whatever the answer.
+// A program the index knows by its identity (most execs) needs one stat.
+func resolveExecutable(pid int, dirfd int32, path string, flags uint64, programs *ProgramIndex) (string, unix.Stat_t, syscall.Errno) {
+	var st unix.Stat_t
+	var p string
+	switch {
+	case path == "" && flags&unix.AT_EMPTY_PATH != 0:
+		p = procPath(pid, "fd/"+strconv.Itoa(int(dirfd)))
+	case path == "":
+		return "", st, unix.ENOENT
+	case strings.HasPrefix(path, "/"):
+		p = procPath(pid, "root") + path
+	case dirfd == unix.AT_FDCWD:
+		p = procPath(pid, "cwd") + "/" + path
+	default:
+		p = procPath(pid, "fd/"+strconv.Itoa(int(dirfd))) + "/" + path
+	}
+	if err := unix.Stat(p, &st); err != nil {
+		return "", st, errnoOf(err, unix.ENOENT)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", st, unix.EACCES
+	}
+	if real, ok := programs.pathOf(&st); ok {
+		return real, st, 0
+	}
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", st, errnoOf(err, unix.ENOENT)
+	}
+	defer unix.Close(fd)
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", st, unix.EACCES
+	}
+	real, err := readlinkFd(fd)
+	if err != nil {
+		return "", st, unix.EACCES
+	}
+	return real, st, 0
+}
+
+func errnoOf(err error, def syscall.Errno) syscall.Errno {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return def
+}
+
+// readlinkFd is the path of an open file, as /proc/self/fd says.
+func readlinkFd(fd int) (string, error) {
+	var buf [unix.PathMax]byte
+	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf[:])
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// parents lists the programs from leader (the launch's own process) down
+// to the task tid, outermost first, each named by its executable (its
+// image, which for tid is the one that asks to exec), and returns tid's
+// process id (its thread group) and its parent's. A process that left
+// the launch's tree (reparented to init) has its chain up to the first
+// process outside. leaderName names the leader.
+func parents(tid, leader int, leaderName func() string) (chain []string, pid, ppid int) {
+	pid, ppid = taskIDs(tid)
+	if pid == 0 {
+		pid = tid
+	}
+	if pid == leader {
+		return []string{leaderName()}, pid, ppid
+	}
+	chain = append(chain, exeName(tid))
+	for p := ppid; p > 1 && len(chain) < maxParents; p = ppidOf(p) {
+		if p == leader {
+			chain = append(chain, leaderName())
+			break
+		}
+		chain = append(chain, exeName(p))
+	}
+	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
+		chain[i], chain[j] = chain[j], chain[i]
+	}
+	return chain, pid, ppid
+}
+
+// taskIDs reads a task's process id (Tgid) and its parent's (PPid) from
+// /proc/TID/status (zeros when it is gone).
+func taskIDs(tid int) (pid, ppid int) {
+	var buf [1024]byte
+	fd, err := unix.Open(procPath(tid, "status"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, 0
+	}
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return 0, 0
+	}
+	return parseStatus(buf[:n])
+}
+
+// parseStatus reads Tgid and PPid from the start of a /proc/PID/status
+// file. Its first line, Name:, holds the task's name, which the task sets
+// itself (prctl PR_SET_NAME, or its executable's file name) and may hold
+// anything but a newline: the fields wanted are whole lines after it.
+func parseStatus(b []byte) (pid, ppid int) {
+	_, rest, ok := bytes.Cut(b, []byte("\n"))
+	if !ok {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(rest), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "Tgid":
+			pid, _ = strconv.Atoi(strings.TrimSpace(v))
+		case "PPid":
+			ppid, _ = strconv.Atoi(strings.TrimSpace(v))
+			return max(pid, 0), max(ppid, 0)
+		}
+	}
+	return max(pid, 0), max(ppid, 0)
+}
+
+// exeName is the base name of a process's executable ("?" when it cannot
+// be read).
+func exeName(pid int) string {
+	var buf [unix.PathMax]byte
+	n, err := unix.Readlink(procPath(pid, "exe"), buf[:])
+	if err != nil {
+		return "?"
+	}
+	return filepath.Base(strings.TrimSuffix(string(buf[:n]), " (deleted)"))
+}
+
+// ppidOf is a process's parent, from /proc/PID/stat (0 when it is gone).
+func ppidOf(pid int) int {
+	var buf [512]byte
+	fd, err := unix.Open(procPath(pid, "stat"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return parseStatPPid(buf[:n])
+}
+
+// parseStatPPid reads the parent's pid (field 4) from a /proc/PID/stat
+// line. Field 2, the task's name in parentheses, may hold anything, ")"
+// and spaces included: the fields are counted after the last ")".
+func parseStatPPid(b []byte) int {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	pp, err := strconv.Atoi(f[1])
+	if err != nil || pp < 0 {
+		return 0
+	}
+	return pp
+}

@@ -1,0 +1,164 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// memImage lays out an argv as a process's memory holds it: the strings,
+// then the NULL-terminated pointer array, at base. It returns the image
+// and the array's address.
+func memImage(base uint64, args []string) ([]byte, uint64) {
+	var img bytes.Buffer
+	var ptrs []uint64
+	for _, a := range args {
+		ptrs = append(ptrs, base+uint64(img.Len()))
+		img.WriteString(a)
+		img.WriteByte(0)
+	}
+	for img.Len()%8 != 0 {
+		img.WriteByte(0)
+	}
+	at := base + uint64(img.Len())
+	for _, p := range append(ptrs, 0) {
+		binary.Write(&img, binary.NativeEndian, p)
+	}
+	return img.Bytes(), at
+}
+
+// fileMem is a procMem over a file that stands in for a process's memory:
+// the image at offset base, holes (unreadable) elsewhere past its end.
+func fileMem(t testing.TB, base uint64, img []byte) *procMem {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "mem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.WriteAt(img, int64(base)); err != nil {
+		t.Fatal(err)
+	}
+	fd := int(f.Fd())
+	return &procMem{read: func(p []byte, addr uint64) (int, error) { return unix.Pread(fd, p, int64(addr)) }}
+}
+
+func TestArgvReader(t *testing.T) {
+	big := string(bytes.Repeat([]byte("x"), 5000)) // longer than a window
+	for _, args := range [][]string{{"/bin/true"}, {}, {"rm", "-rf", "/home/u"}, {"a", "", big, "c"}} {
+		img, at := memImage(8192, args)
+		m := fileMem(t, 8192, img)
+		got, err := m.strs(at)
+		if err != nil || len(got) != len(args) {
+			t.Fatalf("%q: %q, %v", args, got, err)
+		}
+		for i := range args {
+			if got[i] != args[i] {
+				t.Fatalf("arg %d: %q, want %q", i, got[i], args[i])
+			}
+		}
+	}
+	// A NULL argv is an empty one; a pointer past the image is a bad
+	// address, as the kernel will say.
+	m := fileMem(t, 0, []byte("x\x00"))
+	if got, err := m.strs(0); err != nil || len(got) != 0 {
+		t.Fatalf("NULL argv: %q %v", got, err)
+	}
+	img, at := memImage(0, []string{"a"})
+	binary.NativeEndian.PutUint64(img[at:], 1<<40)
+	if _, err := fileMem(t, 0, img).strs(at); !errors.Is(err, unix.EFAULT) {
+		t.Fatalf("a wild pointer: %v", err)
+	}
+}
+
+// FuzzArgvReader: whatever a process's memory holds where its argv is
+// said to be, reading it never panics, and what it returns is within the
+// limits and is what the memory says.
+func FuzzArgvReader(f *testing.F) {
+	img, at := memImage(4096, []string{"rm", "-rf", "/home/u"})
+	f.Add(img, at-4096)
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0}, uint64(0))
+	f.Add(bytes.Repeat([]byte{0xff}, 64), uint64(8))
+	f.Fuzz(func(t *testing.T, img []byte, off uint64) {
+		if len(img) > 1<<16 || off > 1<<16 {
+			return
+		}
+		m := fileMem(t, 4096, img)
+		got, err := m.strs(4096 + off)
+		if err != nil {
+			return
+		}
+		total := 0
+		for _, s := range got {
+			if bytes.IndexByte([]byte(s), 0) >= 0 {
+				t.Fatalf("a NUL inside %q", s)
+			}
+			total += len(s) + 1
+		}
+		if len(got) > maxArgs || total > maxArgBytes {
+			t.Fatalf("over the limits: %d args, %d bytes", len(got), total)
+		}
+	})
+}
+
+// TestProcStatusParsers: the ids are read after the task's name, whatever
+// the name holds (a task names itself): a name that spells "Tgid:" or
+// ") R 1 " is no field.
+func TestProcStatusParsers(t *testing.T) {
+	status := "Name:\tx\\nTgid:\t1\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\nNgid:\t0\nPid:\t4243\nPPid:\t4000\nTracerPid:\t0\n"
+	if pid, ppid := parseStatus([]byte(status)); pid != 4242 || ppid != 4000 {
+		t.Fatalf("status: %d %d", pid, ppid)
+	}
+	if pid, ppid := parseStatus([]byte("Tgid:\t7\nPPid:\t1\n")); pid != 0 || ppid != 1 {
+		// The first line is the name's, whatever it says.
+		t.Fatalf("a status whose first line looks like a field: %d %d", pid, ppid)
+	}
+	for line, want := range map[string]int{
+		"4243 (sh) S 4000 4243 4243 0 -1":          4000,
+		"4243 (a) R 1 (b) S 77 1 1 0 -1":           77,
+		"4243 (evil) S 1 2 3) S 4000 4243 0 -1":    4000,
+		"4243 (no close S 4000":                    0,
+		"4243 (x) S":                               0,
+		"4243 (x) S -5 1":                          0,
+		"4243 (x) S 99999999999999999999999 1 2 3": 0,
+	} {
+		if got := parseStatPPid([]byte(line)); got != want {
+			t.Errorf("%q: %d, want %d", line, got, want)
+		}
+	}
+	// The real thing: this process's own files.
+	b, err := os.ReadFile(procPath(os.Getpid(), "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, ppid := parseStatus(b); pid != os.Getpid() || ppid != os.Getppid() {
+		t.Fatalf("own status: %d %d", pid, ppid)
+	}
+	if ppidOf(os.Getpid()) != os.Getppid() {
+		t.Fatalf("own stat: %d", ppidOf(os.Getpid()))
+	}
+}
+
+// FuzzProcStatus: the /proc status and stat parsers the gate reads a
+// process's ancestry with never panic, and never return a negative id,
+// whatever a task named itself.
+func FuzzProcStatus(f *testing.F) {
+	f.Add([]byte("Name:\tbash\nTgid:\t10\nPPid:\t1\n"))
+	f.Add([]byte("10 (a) b) S 1 10 10 0 -1"))
+	f.Add([]byte(")"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pid, ppid := parseStatus(b)
+		if pid < 0 || ppid < 0 {
+			t.Fatalf("status: %d %d", pid, ppid)
+		}
+		if pp := parseStatPPid(b); pp < 0 {
+			t.Fatalf("stat: %d", pp)
+		}
+	})
+}

@@ -1,0 +1,58 @@
+package sandbox
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// BenchmarkExecGateKernel: what holding each exec in the kernel costs, the
+// judge aside (it allows at once): a confined shell runs /bin/true 500
+// times, with the gate and without, alternating.
+func BenchmarkExecGateKernel(b *testing.B) {
+	if err := NotifySupport(); err != nil {
+		b.Skip(err)
+	}
+	l := newLayout(b)
+	idx := NewProgramIndex(SystemProgramDirs())
+	run := func(gate bool) time.Duration {
+		s := testSpec(b, l)
+		s.Argv, s.Env = []string{"/bin/bash", "-c", "for i in $(seq 500); do /bin/true; done"}, []string{"PATH=/usr/bin:/bin"}
+		cmd := exec.Command("/bin/false")
+		o := Options{Name: cgroupName(b), Programs: idx}
+		if gate {
+			o.Judge = func(context.Context, *ExecRequest) ExecVerdict { return ExecVerdict{Allow: true} }
+		}
+		t0 := time.Now()
+		launch, err := Start(cmd, s, o, cmd.Start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(t0)
+		launch.End()
+		return d
+	}
+	var on, off []time.Duration
+	for i := 0; i < b.N; i++ {
+		on = append(on, run(true))
+		off = append(off, run(false))
+	}
+	med := func(d []time.Duration) time.Duration {
+		for i := range d {
+			for j := i + 1; j < len(d); j++ {
+				if d[j] < d[i] {
+					d[i], d[j] = d[j], d[i]
+				}
+			}
+		}
+		return d[len(d)/2]
+	}
+	mOn, mOff := med(on), med(off)
+	b.ReportMetric(float64(mOn-mOff)/500/float64(time.Microsecond), "added-µs/exec")
+	b.ReportMetric(float64(mOff)/500/float64(time.Microsecond), "off-µs/exec")
+	b.ReportMetric(0, "ns/op")
+}
