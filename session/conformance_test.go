@@ -78,7 +78,7 @@ func TestEmulatorConformance(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "subdir"), 0o755)
 
 	cases := []conformanceCase{
-		{name: "vim", argv: []string{"vim", "-u", "NONE", "-N", file}, keys: []string{":q\r"}, ready: []string{"notes.txt"},
+		{name: "vim", argv: []string{"vim", "-u", "NONE", "-N", file}, keys: []string{":q\r"}, ready: []string{"numbered line 20"},
 			check: func(scr, _ string) error {
 				if err := contains("numbered line 1", "numbered line 20")(scr, ""); err != nil {
 					return err
