@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -51,13 +52,10 @@ func sessionCacheDir(getenv func(string) string, uid int) (string, error) {
 // profile's own: {gomodcache}, the user's Go module cache (GOMODCACHE,
 // else GOPATH's first entry's pkg/mod, else ~/go/pkg/mod), which sessions
 // read through GOPROXY=file://… — go checks every module it takes from a
-// proxy against go.sum —, and {goproxy}, the gateway's GOPROXY or Go's
-// default.
+// proxy against go.sum —, and {goproxy}, the proxy list go would use
+// outside the session (goProxy).
 func toolPlaceholders(getenv func(string) string) map[string]string {
-	m := map[string]string{"goproxy": "https://proxy.golang.org,direct"}
-	if p := getenv("GOPROXY"); p != "" {
-		m["goproxy"] = p
-	}
+	m := map[string]string{"goproxy": goProxy(getenv)}
 	mod := getenv("GOMODCACHE")
 	if mod == "" {
 		if gp, _, _ := strings.Cut(getenv("GOPATH"), string(filepath.ListSeparator)); gp != "" {
@@ -170,4 +168,57 @@ func (g *gateway) fileRefusals(s *session.Session, output string) []Refusal {
 		out = append(out, r)
 	}
 	return out
+}
+
+// goProxy is the GOPROXY the go command would use with the gateway's
+// environment, found as go finds it: the variable, else the user's go env
+// file (go env -w), else the defaults of the Go installation on PATH
+// ($GOROOT/go.env). With none of them readable it is "direct" (fetch from
+// the modules' own hosts).
+func goProxy(getenv func(string) string) string {
+	if p := getenv("GOPROXY"); p != "" {
+		return p
+	}
+	var files []string
+	switch f := getenv("GOENV"); {
+	case f == "off": // go env -w is off: no user file
+	case f != "":
+		files = append(files, f)
+	case getenv("XDG_CONFIG_HOME") != "":
+		files = append(files, filepath.Join(getenv("XDG_CONFIG_HOME"), "go", "env"))
+	case getenv("HOME") != "":
+		files = append(files, filepath.Join(getenv("HOME"), ".config", "go", "env"))
+	}
+	root := getenv("GOROOT")
+	if root == "" {
+		if goBin, err := exec.LookPath("go"); err == nil {
+			if real, err := filepath.EvalSymlinks(goBin); err == nil {
+				root = filepath.Dir(filepath.Dir(real))
+			}
+		}
+	}
+	if root != "" {
+		files = append(files, filepath.Join(root, "go.env"))
+	}
+	for _, f := range files {
+		if p := goEnvValue(f, "GOPROXY"); p != "" {
+			return p
+		}
+	}
+	return "direct"
+}
+
+// goEnvValue reads name's value from a go env file (NAME=value lines),
+// "" when the file or the name is not there.
+func goEnvValue(file, name string) string {
+	b, err := os.ReadFile(file)
+	if err != nil || len(b) > 1<<16 {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+"="); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }

@@ -81,3 +81,33 @@ func TestSessionCacheAndScratchDirs(t *testing.T) {
 		t.Fatal("scratchDir without a home")
 	}
 }
+
+// TestGoProxy: {goproxy} is what go itself would use: the variable, then
+// the user's go env file, then the installation's go.env; "direct" when
+// none says.
+func TestGoProxy(t *testing.T) {
+	root, empty, home := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "go.env"), []byte("# defaults\nGOPROXY=https://mirror.example,direct\nGOSUMDB=off\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".config", "go"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".config", "go", "env"), []byte("GOPROXY=https://team.example\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"GOPROXY": "off", "GOROOT": root, "HOME": home}, "off"},
+		{map[string]string{"GOROOT": root, "HOME": home}, "https://team.example"},
+		{map[string]string{"GOROOT": root, "HOME": empty}, "https://mirror.example,direct"},
+		{map[string]string{"GOROOT": root, "GOENV": "off", "HOME": home}, "https://mirror.example,direct"},
+		{map[string]string{"GOROOT": empty, "HOME": empty}, "direct"},
+	} {
+		if got := goProxy(func(k string) string { return c.env[k] }); got != c.want {
+			t.Errorf("%v: %q, want %q", c.env, got, c.want)
+		}
+	}
+}
