@@ -27,6 +27,7 @@ finding contains {
 	"reason": sprintf("the code chooses what it runs at run time (%s): it cannot be judged", [input.code.dynamic_calls[0]]),
 } if {
 	input.code.dynamic
+	not input.exec # at an exec (python -m venv's ensurepip runs runpy): what it runs is judged at its own exec
 }
 
 finding contains {
@@ -36,6 +37,7 @@ finding contains {
 	"reason": "the code runs a shell command or program built at run time",
 } if {
 	input.code.dynamic_shell
+	not input.exec # the program it builds is judged at its own exec
 }
 
 finding contains {
@@ -55,4 +57,5 @@ finding contains {
 } if {
 	input.code.parse_error
 	"code_modules" in input.code.listed
+	not input.exec # as input.unparseable: each program it runs is judged at its own exec
 }

@@ -99,3 +99,20 @@ test_exec_disguised if {
 	allowed(ex([c("python3", ["-V"])], {"path": "/w/venv/bin/python3", "identified_by": "content"}))
 	allowed(ex([c("python3.11", ["-V"])], {"path": "/w/venv/bin/python3.11", "identified_by": "path"}))
 }
+
+# Code handed to an interpreter that chooses at run time what it runs
+# (python -m venv's ensurepip: python -c "…runpy.run_module('pip')…") is
+# asked about when typed, not at an exec: every program it runs is
+# judged at its own exec, and what it does in process is the sandbox's
+# to bound.
+test_exec_code_computed_at_run_time if {
+	dynamic := object.union(ex([c("python3", ["-c", "import runpy; runpy.run_module('pip')"])], {}), {"code": {"dynamic": true, "dynamic_calls": ["runpy.run_module"], "listed": []}})
+	allowed(dynamic)
+	confirm_by(object.union(object.remove(dynamic, ["exec"]), {"action": "input"}), "code.dynamic")
+	shell_out := object.union(ex([c("python3", ["-c", "os.system(cmd)"])], {}), {"code": {"dynamic_shell": true, "listed": []}})
+	allowed(shell_out)
+	confirm_by(object.union(object.remove(shell_out, ["exec"]), {"action": "input"}), "code.dynamic_shell_out")
+	unparsed := object.union(ex([c("python3", ["-c", "import os; os.("])], {}), {"code": {"parse_error": "1:14", "listed": ["code_modules"]}})
+	allowed(unparsed)
+	confirm_by(object.union(object.remove(unparsed, ["exec"]), {"action": "input"}), "code.unparseable")
+}
