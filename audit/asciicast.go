@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/termgate/termgate/redact"
 )
 
 // Recording writes one session as an asciicast v2 file (what the
@@ -161,7 +163,8 @@ func (r *Recording) keep(ev castEvent) {
 
 // Repair masks output already recorded that turned out to hold the head of
 // a secret: the text of bytes [start, end) of the output (counted over
-// every Output call) becomes '*', escape sequences and control bytes kept.
+// every Output call), widened to whole characters, becomes '*', escape
+// sequences and control bytes kept (redact.TextMasker).
 // Each event's line is written again in place, as long as it was or
 // padded with blanks, so the file stays a valid asciicast. Output older
 // than the last events kept is not repaired.
@@ -171,7 +174,7 @@ func (r *Recording) Repair(start, end int64) {
 	if r.f == nil || r.err != nil || start >= end {
 		return
 	}
-	var m textMasker
+	var m redact.TextMasker
 	flushed := false
 	for i := range r.recent {
 		ev := &r.recent[i]
@@ -180,9 +183,7 @@ func (r *Recording) Repair(start, end int64) {
 			continue
 		}
 		data := append([]byte(nil), ev.data...)
-		for j := a; j < b; j++ {
-			data[j] = m.mask(data[j])
-		}
+		m.MaskSpan(data, int(a), int(b))
 		line, err := json.Marshal([]any{ev.at, "o", string(data)})
 		if err != nil || len(line) > ev.lineLen {
 			continue // cannot be: a mask is one byte, in JSON too
@@ -203,60 +204,6 @@ func (r *Recording) Repair(start, end int64) {
 		}
 		ev.data = data
 	}
-}
-
-// textMasker masks the text bytes of terminal output fed to it byte by
-// byte, from a byte that is text: escape sequences and control bytes are
-// kept, so that colours and line ends stay.
-type textMasker struct{ st uint8 }
-
-const (
-	tmText = iota
-	tmEsc
-	tmCSI
-	tmStr // OSC, DCS, … payload
-	tmStrEsc
-)
-
-func (m *textMasker) mask(c byte) byte {
-	switch m.st {
-	case tmText:
-		switch {
-		case c == 0x1b:
-			m.st = tmEsc
-		case c <= 0x20 || c == 0x7f: // controls, and a blank: it tells nothing
-		default:
-			return '*'
-		}
-	case tmEsc:
-		switch {
-		case c == '[':
-			m.st = tmCSI
-		case c == ']' || c == 'P' || c == 'X' || c == '^' || c == '_':
-			m.st = tmStr
-		case c >= 0x20 && c <= 0x2f:
-		default:
-			m.st = tmText
-		}
-	case tmCSI:
-		if c >= 0x40 && c <= 0x7e {
-			m.st = tmText
-		}
-	case tmStr:
-		switch c {
-		case 0x07:
-			m.st = tmText
-		case 0x1b:
-			m.st = tmStrEsc
-		}
-	case tmStrEsc:
-		m.st = tmText
-		if c != '\\' {
-			m.st = tmEsc
-			return m.mask(c)
-		}
-	}
-	return c
 }
 
 // Flush writes what is buffered to the file.

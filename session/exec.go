@@ -141,7 +141,7 @@ type headTail struct {
 
 func (h *headTail) Write(p []byte) (int, error) {
 	n := len(p)
-	half := h.max / 2
+	half := max(h.max/2, 1) // a byte of each at least
 	if room := half - len(h.head); room > 0 {
 		k := min(room, len(p))
 		h.head = append(h.head, p[:k]...)
@@ -163,20 +163,41 @@ func (h *headTail) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// repair masks the text of bytes [start, end) of what was written, where
-// the head or the tail still holds them.
+// repair masks the text of bytes [start, end) of what was written, widened
+// to whole characters, where the head or the tail still holds them.
 func (h *headTail) repair(start, end int64) {
-	var m textMasker
 	headN := int64(len(h.head))
 	total := headN + int64(len(h.tail)) + h.dropped
 	tailFrom := total - int64(len(h.tail))
-	for off := start; off < end && off < total; off++ {
+	// at reads what is kept of the output: a dropped byte reads as a
+	// blank, which no character continues.
+	at := func(off int64) *byte {
 		switch {
 		case off < headN:
-			h.head[off] = m.mask(h.head[off])
+			return &h.head[off]
 		case off >= tailFrom:
-			i := (h.tailPos + int(off-tailFrom)) % len(h.tail)
-			h.tail[i] = m.mask(h.tail[i])
+			return &h.tail[(h.tailPos+int(off-tailFrom))%len(h.tail)]
+		}
+		return nil
+	}
+	start, end = max(start, 0), min(end, total)
+	if start >= end {
+		return
+	}
+	// Offsets fit in an int: the output is held in memory.
+	a, b := redact.CharSpan(func(i int) byte {
+		if p := at(int64(i)); p != nil {
+			return *p
+		}
+		return ' '
+	}, int(total), int(start), int(end))
+	var m redact.TextMasker
+	for off := int64(a); off < int64(b); off++ {
+		if off >= headN && off < tailFrom {
+			off = tailFrom // what was dropped is not there to mask
+		}
+		if p := at(off); p != nil && off < int64(b) {
+			*p = m.Mask(*p)
 		}
 	}
 }

@@ -34,7 +34,7 @@ type Repairer interface {
 }
 
 // repairMask replaces a repaired character.
-const repairMask = '*'
+const repairMask = redact.MaskByte
 
 // printRingSize bounds the prints a screen remembers for repairs (a power
 // of two). A repair reaches back no further than the stream's context
@@ -241,58 +241,4 @@ func (s *Session) HoldSecret(value string) error {
 		return ErrClosed
 	}
 	return t.Hold(value)
-}
-
-// textMasker masks the text bytes of a run of terminal output it is fed
-// byte by byte, from a byte that is text (a repair's start): escape
-// sequences and control bytes are kept, so that colours and line ends stay.
-type textMasker struct{ st uint8 }
-
-const (
-	tmText = iota
-	tmEsc  // after ESC
-	tmCSI  // ESC [ …
-	tmStr  // OSC, DCS, … payload
-	tmStrEsc
-)
-
-func (m *textMasker) mask(c byte) byte {
-	switch m.st {
-	case tmText:
-		switch {
-		case c == 0x1b:
-			m.st = tmEsc
-		case c <= 0x20 || c == 0x7f: // controls, and a blank: it tells nothing
-		default:
-			return repairMask
-		}
-	case tmEsc:
-		switch {
-		case c == '[':
-			m.st = tmCSI
-		case c == ']' || c == 'P' || c == 'X' || c == '^' || c == '_':
-			m.st = tmStr
-		case c >= 0x20 && c <= 0x2f:
-		default:
-			m.st = tmText
-		}
-	case tmCSI:
-		if c >= 0x40 && c <= 0x7e {
-			m.st = tmText
-		}
-	case tmStr:
-		switch c {
-		case 0x07:
-			m.st = tmText
-		case 0x1b:
-			m.st = tmStrEsc
-		}
-	case tmStrEsc:
-		m.st = tmText
-		if c != '\\' {
-			m.st = tmEsc
-			return m.mask(c)
-		}
-	}
-	return c
 }
