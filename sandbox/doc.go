@@ -32,8 +32,10 @@
 // (SECCOMP_FILTER_FLAG_NEW_LISTENER; loaded with WAIT_KILLABLE_RECV where
 // the kernel has it), and passes the listener to the gateway over a
 // socket of its own (Spec.GateFD: fd 5, or 6 after a proxy launch's
-// egress channel; SCM_RIGHTS) before its own exec. One supervisor goroutine per launch
-// polls the listener and a stop pipe; for each request it reads the
+// egress channel; SCM_RIGHTS) before its own exec. A launch's supervisor
+// has judgeWorkers goroutines that take turns polling the listener and a
+// stop pipe (the one that receives a request hands the turn on and
+// handles the request itself); for each request it reads the
 // pathname and argv (process_vm_readv, bounded: maxArgs, maxArgBytes),
 // the working directory and the ancestry, resolves the executable under
 // the process's root and identifies it (ProgramIndex), checks that the

@@ -228,10 +228,19 @@ func readlinkFd(fd int) (string, error) {
 // process id (its thread group) and its parent's. A process that left
 // the launch's tree (reparented to init) has its chain up to the first
 // process outside. leaderName names the leader.
+//
+// An exec costs the gateway these reads: /proc/PID/stat is read for the
+// parent and the thread count (a process of one thread is its own thread
+// group: /proc/PID/status, which the kernel makes far more slowly, is read
+// only for a thread of a process with others), and each process's
+// executable link.
 func parents(tid, leader int, leaderName func() string) (chain []string, pid, ppid int) {
-	pid, ppid = taskIDs(tid)
-	if pid == 0 {
-		pid = tid
+	st, ok := readStat(tid)
+	pid, ppid = tid, st.ppid
+	if ok && st.threads != 1 {
+		if p, pp := taskIDs(tid); p != 0 {
+			pid, ppid = p, pp
+		}
 	}
 	if pid == leader {
 		return []string{leaderName()}, pid, ppid
@@ -304,34 +313,54 @@ func exeName(pid int) string {
 
 // ppidOf is a process's parent, from /proc/PID/stat (0 when it is gone).
 func ppidOf(pid int) int {
+	st, _ := readStat(pid)
+	return st.ppid
+}
+
+// taskStat is what the gate reads of /proc/PID/stat.
+type taskStat struct {
+	ppid    int // the parent process (for a thread, its process's parent)
+	threads int // the threads of its process
+}
+
+// readStat reads a task's /proc/PID/stat (false when it is gone).
+func readStat(pid int) (taskStat, bool) {
 	var buf [512]byte
 	fd, err := unix.Open(procPath(pid, "stat"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return 0
+		return taskStat{}, false
 	}
 	n, err := unix.Read(fd, buf[:])
 	unix.Close(fd)
 	if err != nil || n <= 0 {
-		return 0
+		return taskStat{}, false
 	}
-	return parseStatPPid(buf[:n])
+	return parseStat(buf[:n])
 }
 
-// parseStatPPid reads the parent's pid (field 4) from a /proc/PID/stat
-// line. Field 2, the task's name in parentheses, may hold anything, ")"
-// and spaces included: the fields are counted after the last ")".
-func parseStatPPid(b []byte) int {
+// parseStat reads the parent's pid (field 4) and the thread count (field
+// 20) from a /proc/PID/stat line. Field 2, the task's name in
+// parentheses, may hold anything, ")" and spaces included: the fields are
+// counted after the last ")". A field that is not a number is 0, and the
+// line is then not whole (false).
+func parseStat(b []byte) (taskStat, bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0
+		return taskStat{}, false
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0
+	num := func(k int) (int, bool) {
+		if k >= len(f) {
+			return 0, false
+		}
+		n, err := strconv.Atoi(f[k])
+		if err != nil || n < 0 {
+			return 0, false
+		}
+		return n, true
 	}
-	pp, err := strconv.Atoi(f[1])
-	if err != nil || pp < 0 {
-		return 0
-	}
-	return pp
+	// After the name: state (3), ppid (4), …, num_threads (20).
+	ppid, ok1 := num(1)
+	threads, ok2 := num(17)
+	return taskStat{ppid: ppid, threads: threads}, ok1 && ok2
 }

@@ -127,7 +127,7 @@ func TestProcStatusParsers(t *testing.T) {
 		"4243 (x) S -5 1":                          0,
 		"4243 (x) S 99999999999999999999999 1 2 3": 0,
 	} {
-		if got := parseStatPPid([]byte(line)); got != want {
+		if got, _ := parseStat([]byte(line)); got.ppid != want {
 			t.Errorf("%q: %d, want %d", line, got, want)
 		}
 	}
@@ -139,8 +139,12 @@ func TestProcStatusParsers(t *testing.T) {
 	if pid, ppid := parseStatus(b); pid != os.Getpid() || ppid != os.Getppid() {
 		t.Fatalf("own status: %d %d", pid, ppid)
 	}
-	if ppidOf(os.Getpid()) != os.Getppid() {
-		t.Fatalf("own stat: %d", ppidOf(os.Getpid()))
+	if st, ok := readStat(os.Getpid()); !ok || st.ppid != os.Getppid() || st.threads < 2 {
+		// A Go test binary runs several threads.
+		t.Fatalf("own stat: %+v %v", st, ok)
+	}
+	if st, ok := parseStat([]byte("4243 (sh) S 4000 4243 4243 0 -1 4194560 113 0 0 0 0 0 0 0 20 0 1 0 6312 0")); !ok || st.ppid != 4000 || st.threads != 1 {
+		t.Fatalf("stat of a process of one thread: %+v %v", st, ok)
 	}
 }
 
@@ -157,8 +161,8 @@ func FuzzProcStatus(f *testing.F) {
 		if pid < 0 || ppid < 0 {
 			t.Fatalf("status: %d %d", pid, ppid)
 		}
-		if pp := parseStatPPid(b); pp < 0 {
-			t.Fatalf("stat: %d", pp)
+		if st, _ := parseStat(b); st.ppid < 0 || st.threads < 0 {
+			t.Fatalf("stat: %+v", st)
 		}
 	})
 }

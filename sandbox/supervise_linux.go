@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
@@ -58,9 +57,15 @@ type ExecVerdict struct {
 }
 
 // ExecJudge decides the execs of a launch. It runs on the launch's
-// supervisor goroutine, one request at a time: it must be quick, and
-// hand anything slow to ExecVerdict.Ask.
+// supervisor goroutines, up to judgeWorkers requests at a time (the
+// launch's processes exec concurrently, as make -j does): it must be safe
+// for concurrent use and quick, and hand anything slow to
+// ExecVerdict.Ask.
 type ExecJudge func(ctx context.Context, r *ExecRequest) ExecVerdict
+
+// judgeWorkers is how many of a launch's requests are read and judged at
+// once. One receives while the others handle what they received.
+const judgeWorkers = 2
 
 // Limits of what the supervisor reads of a request: past them the
 // request is unreadable, and refused.
@@ -71,26 +76,38 @@ const (
 	maxParents  = 32
 )
 
-// supervisor is the one receive loop of a launch's exec gate: it waits on
+// supervisor is the receive loop of a launch's exec gate: it waits on
 // the listener and a stop pipe, reads each request, asks the judge and
 // answers the kernel. It owns the listener, and closes it when it ends:
 // a process left after that fails every exec (ENOSYS).
+//
+// Its judgeWorkers goroutines take turns as the receiver (leader and
+// followers): the one holding the turn polls and receives, hands the turn
+// on, and handles what it received itself. So a request is read and
+// judged on the thread the kernel woke (with SYNC_WAKE_UP, the CPU the
+// exec ran on), and one more can be received while it is. Only the
+// turn's holder ever receives: a receive blocks until a request comes,
+// and nothing else could end it.
 type supervisor struct {
 	fd       seccomp.ScmpFd
 	leader   int // the launch's process: the launcher, then its program
 	judge    ExecJudge
 	programs *ProgramIndex
 
-	ctx        context.Context
-	cancel     context.CancelFunc
-	stopR      *os.File
-	stopW      *os.File
-	asks       sync.WaitGroup
-	done       chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+	stopR   *os.File
+	stopW   *os.File
+	asks    sync.WaitGroup
+	workers sync.WaitGroup
+	turn    chan struct{} // held by the worker that receives
+	quit    chan struct{} // closed when the loop ends
+	endOnce sync.Once
+	done    chan struct{}
+
+	mu         sync.Mutex
 	first      bool   // the next request from the leader is the launcher's own
 	leaderName string // the leader's program, read once per image ("": not yet)
-	// imageChanged: an answer given off the loop let the leader exec.
-	imageChanged atomic.Bool
 }
 
 // supervise starts the receive loop on listener fd for the launch whose
@@ -106,8 +123,14 @@ func supervise(fd, leader int, judge ExecJudge, programs *ProgramIndex) (*superv
 	_ = unix.IoctlSetInt(fd, unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{fd: seccomp.ScmpFd(fd), leader: leader, judge: judge, programs: programs,
-		ctx: ctx, cancel: cancel, stopR: r, stopW: w, done: make(chan struct{}), first: true}
-	go s.loop()
+		ctx: ctx, cancel: cancel, stopR: r, stopW: w, done: make(chan struct{}), first: true,
+		turn: make(chan struct{}, 1), quit: make(chan struct{})}
+	s.turn <- struct{}{}
+	s.workers.Add(judgeWorkers)
+	for range judgeWorkers {
+		go s.work()
+	}
+	go s.wait()
 	return s, nil
 }
 
@@ -120,18 +143,45 @@ func (s *supervisor) stop() {
 	s.asks.Wait()
 }
 
-// loop receives until the launch's last process is gone (POLLHUP), or
-// stop. A request is answered before the next is taken, but for an
-// ExecVerdict.Ask, which answers from a goroutine of its own.
-func (s *supervisor) loop() {
+// wait closes the listener once every worker has ended and every answer
+// is in (the asks respond on it), then says the supervisor is done.
+func (s *supervisor) wait() {
 	defer close(s.done)
-	defer s.stopR.Close()
-	defer func() {
-		// The listener closes only after every answer is in: the asks
-		// respond on it.
-		s.asks.Wait()
-		unix.Close(int(s.fd))
-	}()
+	s.workers.Wait()
+	s.asks.Wait()
+	s.stopR.Close()
+	unix.Close(int(s.fd))
+}
+
+// end stops every worker: the launch's last process is gone, or stop.
+func (s *supervisor) end() { s.endOnce.Do(func() { close(s.quit) }) }
+
+// work takes turns at receiving until the loop ends, and handles what it
+// received.
+func (s *supervisor) work() {
+	defer s.workers.Done()
+	for {
+		select {
+		case <-s.turn:
+		case <-s.quit:
+			return
+		}
+		req, ok := s.receive()
+		if !ok {
+			s.end()
+			return // the turn is not handed on: every worker ends
+		}
+		s.turn <- struct{}{}
+		if req != nil {
+			s.handle(req)
+		}
+	}
+}
+
+// receive waits for the next request: nil when there was none after all
+// (its process died before it was received), false when the launch's
+// last process is gone (POLLHUP) or the supervisor stops.
+func (s *supervisor) receive() (*seccomp.ScmpNotifReq, bool) {
 	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.stopR.Fd()), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
@@ -139,26 +189,25 @@ func (s *supervisor) loop() {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			return
+			return nil, false
 		}
 		if fds[1].Revents != 0 {
 			s.cancel() // the asks end too
-			return
+			return nil, false
 		}
 		ev := fds[0].Revents
 		if ev&unix.POLLIN != 0 {
 			req, err := seccomp.NotifReceive(s.fd)
 			if err != nil {
 				if errors.Is(err, syscall.ENOENT) {
-					continue // the process died before it was received
+					return nil, true // the process died before it was received
 				}
-				return
+				return nil, false
 			}
-			s.handle(req)
-			continue
+			return req, true
 		}
 		if ev&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
-			return // no process of the launch is left
+			return nil, false // no process of the launch is left
 		}
 	}
 }
@@ -200,17 +249,30 @@ func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
 	// that execs need not be its main one, and a signal may restart the
 	// exec as a new request before it is answered, which is the
 	// launcher's still.
-	launcher := s.first && sameProcess(int(req.Pid), s.leader)
+	s.mu.Lock()
+	first := s.first
+	s.mu.Unlock()
+	launcher := first && sameProcess(int(req.Pid), s.leader)
 	r.Launcher = launcher
 	v := s.judge(s.ctx, r)
 	if v.Ask == nil {
-		if s.respond(req.ID, v.Allow, unix.EPERM) && v.Allow && r.Pid == s.leader {
-			s.first = false
-			s.leaderName = "" // a new image
+		if launcher && v.Allow {
+			// Before the answer: the program's first request must not
+			// pass for the launcher's.
+			s.setFirst(false)
+		}
+		answered := s.respond(req.ID, v.Allow, unix.EPERM)
+		switch {
+		case launcher && v.Allow && !answered:
+			s.setFirst(true) // a signal restarted the exec as a new request
+		case answered && v.Allow && r.Pid == s.leader:
+			s.newLeaderImage()
 		}
 		return
 	}
-	s.first = s.first && !launcher
+	if launcher {
+		s.setFirst(false)
+	}
 	r.Environ = nil
 	s.asks.Add(1)
 	leader := r.Pid == s.leader
@@ -218,9 +280,22 @@ func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
 		defer s.asks.Done()
 		allow := v.Ask(s.ctx)
 		if s.respond(req.ID, allow, unix.EPERM) && allow && leader {
-			s.imageChanged.Store(true)
+			s.newLeaderImage()
 		}
 	}()
+}
+
+func (s *supervisor) setFirst(v bool) {
+	s.mu.Lock()
+	s.first = v
+	s.mu.Unlock()
+}
+
+// newLeaderImage forgets the leader's program: an exec of it was let run.
+func (s *supervisor) newLeaderImage() {
+	s.mu.Lock()
+	s.leaderName = ""
+	s.mu.Unlock()
 }
 
 // respond answers a request; false when it no longer waits (its process
@@ -308,10 +383,16 @@ func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, *procMem, sy
 // leaderProgram names the launch's own process, read once per image: the
 // leader can change its image only by an exec, which passes here.
 func (s *supervisor) leaderProgram() string {
-	if s.imageChanged.Swap(false) || s.leaderName == "" {
-		s.leaderName = exeName(s.leader)
+	s.mu.Lock()
+	name := s.leaderName
+	s.mu.Unlock()
+	if name == "" {
+		name = exeName(s.leader)
+		s.mu.Lock()
+		s.leaderName = name
+		s.mu.Unlock()
 	}
-	return s.leaderName
+	return name
 }
 
 // valid reports whether the request still waits (its process lives and

@@ -410,3 +410,44 @@ func TestExecGateInAProxySession(t *testing.T) {
 		t.Fatalf("the gate did not judge echo: %+v", reqs)
 	}
 }
+
+// TestExecGateThreadsAndConcurrentExecs: an exec asked for by a thread
+// that is not its process's first is the process's (its thread group),
+// and execs asked for at once are each judged once and answered.
+func TestExecGateThreadsAndConcurrentExecs(t *testing.T) {
+	needGate(t)
+	rc := &recorder{}
+	script := "import os, threading, time\n" +
+		"print(os.getpid(), flush=True)\n" +
+		"threading.Thread(target=lambda: os.execv('/bin/echo', ['/bin/echo', 'from-a-thread'])).start()\n" +
+		"time.sleep(60)\n"
+	out, werr, reqs := gated(t, false, rc, "/usr/bin/python3", "-c", script)
+	if werr != nil || !strings.Contains(out, "from-a-thread") {
+		t.Fatalf("exit %v; output %q", werr, out)
+	}
+	echo, ok := find(reqs, "echo")
+	if !ok || fmt.Sprint(echo.Pid) != strings.Fields(out)[0] {
+		t.Fatalf("the thread's exec is not its process's (pid %s): %+v", strings.Fields(out)[0], echo)
+	}
+	if len(echo.Parents) != 1 || !strings.HasPrefix(echo.Parents[0], "python3") {
+		t.Errorf("echo's parents %q", echo.Parents)
+	}
+
+	rc = &recorder{}
+	const n = 24
+	out, werr, reqs = gated(t, false, rc, "/bin/bash", "-c", fmt.Sprintf("for i in $(seq %d); do /bin/echo x$i & done; wait", n))
+	if werr != nil {
+		t.Fatalf("exit %v; output %q", werr, out)
+	}
+	seen := map[string]int{}
+	for _, r := range reqs {
+		if r.Program == "echo" {
+			seen[r.Argv[1]]++
+		}
+	}
+	for i := 1; i <= n; i++ {
+		if x := fmt.Sprintf("x%d", i); seen[x] != 1 || !strings.Contains(out, x+"\n") {
+			t.Errorf("%s judged %d times; output %q", x, seen[x], out)
+		}
+	}
+}

@@ -282,7 +282,7 @@ func (x *execGate) state(id string) gateState {
 }
 
 // judge is a launch's ExecJudge: it runs on the launch's supervisor
-// goroutine, one exec at a time.
+// goroutines, two execs of a launch at a time at most.
 func (x *execGate) judge(state func() gateState) sandbox.ExecJudge {
 	return func(ctx context.Context, r *sandbox.ExecRequest) sandbox.ExecVerdict {
 		st := state()
