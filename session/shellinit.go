@@ -43,7 +43,16 @@ unset __termgate_k
 bind -r '\C-x\C-e' 2>/dev/null
 bind -r '\C-x\C-v' 2>/dev/null
 bind '"\C-x\C-e": redraw-current-line' 2>/dev/null
-# __termgate_prompt runs before every prompt: it marks the end of the last
+# Keys that run or retype a line on their own: shell-expand-line runs the
+# command substitutions it expands, insert-comment accepts the line,
+# keyboard macros replay keys, re-read-init-file reads bindings anew.
+for __termgate_k in emacs vi-insert vi-command; do
+  for __termgate_f in shell-expand-line insert-comment start-kbd-macro end-kbd-macro call-last-kbd-macro re-read-init-file vi-editing-mode emacs-editing-mode edit-and-execute-command vi-edit-and-execute-command; do
+    bind -m "$__termgate_k" -u "$__termgate_f" 2>/dev/null
+  done
+done
+unset __termgate_k __termgate_f
+%[4]s# __termgate_prompt runs before every prompt: it marks the end of the last
 # command with its status (bash gives each PROMPT_COMMAND hook the
 # command's status, so it need not run first) and the prompt's start, and
 # puts the marks that live in the prompts back around whatever the user's
@@ -177,7 +186,7 @@ func userRC(file, startLog string) string {
 // listed in rc, for removal once the shell has read them. With a
 // startLog, the user's rc files write their standard error there (see
 // userRC).
-func shellIntegration(argv, env []string, dir, key, startLog string) (newArgv, newEnv []string, rc []string, ok bool, err error) {
+func shellIntegration(argv, env []string, dir, gateDir, key, startLog string) (newArgv, newEnv []string, rc []string, ok bool, err error) {
 	name := filepath.Base(argv[0])
 	plain := len(argv) == 1 || len(argv) == 2 && (argv[1] == "-i" || argv[1] == "-l" || argv[1] == "--login")
 	if !plain {
@@ -186,12 +195,15 @@ func shellIntegration(argv, env []string, dir, key, startLog string) (newArgv, n
 	// The user's inputrc is not read: its macros and bindings could type
 	// or run a line on a key that is not Enter. The system's (which the
 	// administrator keeps) still is, for the terminal's keys.
-	inputrc := filepath.Join(dir, "inputrc")
+	inputrc := filepath.Join(gateDir, "inputrc") // read-only to the session
+	if gateDir == "" {
+		inputrc = filepath.Join(dir, "inputrc")
+	}
 	irc := "set editing-mode emacs\n"
 	if _, err := os.Stat("/etc/inputrc"); err == nil {
 		irc = "$include /etc/inputrc\n" + irc
 	}
-	if err := os.WriteFile(inputrc, []byte(irc), 0o600); err != nil {
+	if err := os.WriteFile(inputrc, []byte(irc), 0o644); err != nil {
 		return nil, nil, nil, false, fmt.Errorf("writing shell integration: %w", err)
 	}
 	env = setEnv(env, "INPUTRC", inputrc)
@@ -199,7 +211,13 @@ func shellIntegration(argv, env []string, dir, key, startLog string) (newArgv, n
 	switch name {
 	case "bash":
 		rc := filepath.Join(dir, "bashrc")
-		if err := os.WriteFile(rc, fmt.Appendf(nil, bashRC, hist, key, userRC(`"$HOME/.bashrc"`, startLog)), 0o600); err != nil {
+		check := ""
+		if gateDir != "" {
+			if check, err = ticketCheck(filepath.Join(gateDir, "tickets"), key); err != nil {
+				return nil, nil, nil, false, err
+			}
+		}
+		if err := os.WriteFile(rc, fmt.Appendf(nil, bashRC, hist, key, userRC(`"$HOME/.bashrc"`, startLog), check), 0o600); err != nil {
 			return nil, nil, nil, false, fmt.Errorf("writing shell integration: %w", err)
 		}
 		return []string{argv[0], "--rcfile", rc, "-i"}, env, []string{rc}, true, nil
@@ -217,6 +235,55 @@ func shellIntegration(argv, env []string, dir, key, startLog string) (newArgv, n
 		return []string{argv[0], "-i"}, setEnv(env, "ZDOTDIR", dir), []string{filepath.Join(dir, ".zshrc")}, true, nil
 	}
 	return argv, env, nil, false, nil
+}
+
+// bashTicketCheck is the part of the bash rc that refuses a line no
+// ticket lets run (see tickets.go): %[1]s is the ticket file, %[2]s the
+// mark key, %[3]s the key sequence of the check, %[4]s the one that
+// accepts the line, %[5]s the one that accepts it and fetches the next
+// from history (ctrl+o).
+const bashTicketCheck = `# Every key that runs the line first asks for a ticket: a line the
+# gateway did not type and judge is emptied before bash reads it.
+declare -r __termgate_tf=%[1]q
+__termgate_tn=0
+__termgate_accept() {
+  local t= v= l=
+  { read -r t v < "$__termgate_tf"; } 2>/dev/null
+  if [[ $t =~ ^[0-9]{1,18}$ && $v =~ ^[0-9]{1,18}$ && $__termgate_tn =~ ^[0-9]{1,18}$ ]]; then
+    (( __termgate_tn < v )) && __termgate_tn=$v
+    if (( t > __termgate_tn )); then
+      __termgate_tn=$((__termgate_tn + 1))
+      return 0
+    fi
+  fi
+  [[ -z ${READLINE_LINE//[[:space:]]/} ]] && { READLINE_LINE= READLINE_POINT=0; return 0; }
+  printf -v l %%q "${READLINE_LINE:0:2048}"
+  printf 'termgate: refused a line nobody judged (it did not come through the gateway); nothing of it ran\n'
+  printf '\033]133;U;tg=%[2]s;l=%%s\007' "$l"
+  READLINE_LINE= READLINE_POINT=0
+}
+readonly -f __termgate_accept
+for __termgate_k in emacs vi-insert vi-command; do
+  bind -m "$__termgate_k" -u accept-line 2>/dev/null
+  bind -m "$__termgate_k" -u operate-and-get-next 2>/dev/null
+  bind -m "$__termgate_k" -x '"%[3]s": __termgate_accept'
+  bind -m "$__termgate_k" '"%[4]s": accept-line'
+  bind -m "$__termgate_k" '"\C-m": "%[3]s%[4]s"'
+  bind -m "$__termgate_k" '"\C-j": "%[3]s%[4]s"'
+done
+bind -m emacs '"%[5]s": operate-and-get-next'
+bind -m emacs '"\C-o": "%[3]s%[5]s"'
+unset __termgate_k
+`
+
+// ticketCheck returns the ticket check of a bash rc, with fresh key
+// sequences.
+func ticketCheck(file, key string) (string, error) {
+	check, accept, next, err := acceptKeySeqs()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf(bashTicketCheck, file, key, check, accept, next), nil
 }
 
 func lookupEnv(env []string, name string) string {

@@ -1,0 +1,148 @@
+package session
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// unjudgedLog collects what a session's shell refused.
+type unjudgedLog struct {
+	mu    sync.Mutex
+	lines []string
+	ch    chan struct{}
+}
+
+func (l *unjudgedLog) handle(id, line string, lost int) {
+	l.mu.Lock()
+	l.lines = append(l.lines, line)
+	l.mu.Unlock()
+	select {
+	case l.ch <- struct{}{}:
+	default:
+	}
+}
+
+func (l *unjudgedLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+func startBashWith(t *testing.T, m *Manager, dir string, onUnjudged UnjudgedHandler) *Session {
+	t.Helper()
+	s, err := m.Start(Spec{Argv: []string{"bash"}, Env: testEnv(t), Dir: dir, Rows: 24, Cols: 80, Mode: ModePTY, OnUnjudged: onUnjudged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.WaitStart(context.Background(), WaitOpts{Timeout: 10 * time.Second})
+	if err != nil || r.Completion != CompletionPrompt {
+		t.Fatalf("WaitStart = %+v, %v", r, err)
+	}
+	return s
+}
+
+// inject types a line past the gate: the session's raw write, which no
+// judge sees and which issues no ticket (as keys a program pushes into
+// the terminal would arrive), then waits until the shell reported it.
+func inject(t *testing.T, s *Session, log *unjudgedLog, line string) {
+	t.Helper()
+	before := len(log.all())
+	if err := s.write(context.Background(), []byte(line+"\r"), time.Now().Add(10*time.Second), true); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(20 * time.Second)
+	for len(log.all()) == before {
+		select {
+		case <-log.ch:
+		case <-deadline:
+			text, _, _ := s.Screen()
+			t.Fatalf("the shell did not report refusing %q; screen:\n%s", line, text)
+		}
+	}
+	if got := log.all()[before]; !strings.Contains(got, "canary") {
+		t.Fatalf("reported %q for %q", got, line)
+	}
+	// What the refusal printed is output no call returned: read it, once
+	// the shell shows its prompt again.
+	if _, err := s.Read(context.Background(), WaitOpts{Timeout: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestShellRefusesALineNobodyJudged(t *testing.T) {
+	m := testManager(t, Limits{})
+	dir := t.TempDir()
+	log := &unjudgedLog{ch: make(chan struct{}, 1)}
+	s := startBashWith(t, m, dir, log.handle)
+	ctx := context.Background()
+	canary := filepath.Join(dir, "canary")
+	absent := func(what string) {
+		t.Helper()
+		if _, err := os.Stat(canary); !os.IsNotExist(err) {
+			t.Fatalf("%s: the canary exists (err %v): a line nobody judged ran", what, err)
+		}
+	}
+
+	wantResult(t, send(t, s, "echo judged"), "judged", CompletionCommandFinished)
+	inject(t, s, log, "touch "+canary)
+	absent("a plain line")
+	// What a DEBUG trap would not see: a redirection on a compound
+	// command, a function definition.
+	inject(t, s, log, "{ :; } > "+canary)
+	absent("a compound command's redirection")
+	inject(t, s, log, "ls() { touch "+canary+"; }")
+	wantResult(t, send(t, s, "ls -d ."), ".", CompletionCommandFinished)
+	absent("a function defined by a line nobody judged")
+
+	// Enters that run nothing leave no ticket behind: an empty line, a
+	// comment, a syntax error, a multi-line command, a here-document, and
+	// a line typed ahead while a command runs.
+	send(t, s, "")
+	send(t, s, "# just a comment")
+	send(t, s, "echo )")
+	wantResult(t, send(t, s, "for i in 1 2\ndo echo n$i\ndone"), "n1\nn2", CompletionCommandFinished)
+	wantResult(t, send(t, s, "cat <<EOF\nalpha\n\nbeta\nEOF"), "alpha\n\nbeta", CompletionCommandFinished)
+	r, err := s.Send(ctx, "sleep 2.5\necho ahead", true, WaitOpts{Timeout: 20 * time.Second})
+	if err != nil || !strings.Contains(r.Output, "ahead") {
+		t.Fatalf("typed ahead: %+v, %v", r, err)
+	}
+	n := len(log.all())
+	inject(t, s, log, "touch "+canary)
+	absent("after lines that ran nothing")
+	if got := len(log.all()); got != n+1 {
+		t.Fatalf("refusals: %q", log.all())
+	}
+	// Ordinary work goes on, and the refusal was said on the screen.
+	wantResult(t, send(t, s, "echo still"), "still", CompletionCommandFinished)
+	if text, _, _ := s.Screen(); !strings.Contains(text, "termgate: refused a line nobody judged") {
+		t.Fatalf("no notice on the screen:\n%s", text)
+	}
+}
+
+// The ticket file holds nothing a shell takes as a ticket unless the
+// gateway wrote it: missing or garbled, it refuses.
+func TestTicketCheckFailsClosed(t *testing.T) {
+	m := testManager(t, Limits{})
+	dir := t.TempDir()
+	log := &unjudgedLog{ch: make(chan struct{}, 1)}
+	s := startBashWith(t, m, dir, log.handle)
+	canary := filepath.Join(dir, "canary")
+	for _, content := range []string{"", "9 x\n", "99999999999999999999 0\n"} {
+		if content == "" {
+			if err := os.Remove(s.tickets.path); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(s.tickets.path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		inject(t, s, log, "touch "+canary)
+		if _, err := os.Stat(canary); !os.IsNotExist(err) {
+			t.Fatalf("ticket file %q: the line ran", content)
+		}
+	}
+}
