@@ -88,6 +88,10 @@ type Spec struct {
 	// refused because the gateway typed and judged no such line (see
 	// tickets.go).
 	OnUnjudged UnjudgedHandler
+
+	// withoutTickets starts bash without the ticket check: for the
+	// benchmark that measures what the check costs.
+	withoutTickets bool
 }
 
 // ExecGate is how a session's (or an Exec's) execs are judged.
@@ -199,15 +203,17 @@ type Session struct {
 	spec Spec
 
 	cmd     *exec.Cmd
-	pty     *os.File    // PTY master, or nil in pipe mode
-	stdin   *os.File    // pipe mode
-	out     *os.File    // what the reader reads
-	privDir string      // generated rc files, history; removed on close
-	gateDir string      // the gateway's files the session reads only (tickets, inputrc); removed on close
-	tickets *tickets    // the shell's tickets (tickets.go), or nil
-	startup *startupLog // what the user's rc files wrote to stderr (startlog.go); nil in pipe mode
-	grants  *grants     // what a confined session's sandbox grants (refused.go); set before it starts
-	outlog  *outputLog
+	pty     *os.File // PTY master, or nil in pipe mode
+	stdin   *os.File // pipe mode
+	out     *os.File // what the reader reads
+	privDir string   // generated rc files, history; removed on close
+	gateDir string   // the gateway's files the session reads only (tickets, inputrc); removed on close
+	tickets *tickets // the shell's tickets (tickets.go), or nil
+	// lastTyped is the last byte written to the terminal (guarded by mu).
+	lastTyped byte
+	startup   *startupLog // what the user's rc files wrote to stderr (startlog.go); nil in pipe mode
+	grants    *grants     // what a confined session's sandbox grants (refused.go); set before it starts
+	outlog    *outputLog
 
 	integration bool
 	markKey     string   // the key every shell-integration mark carries
@@ -310,14 +316,14 @@ func start(id string, spec Spec) (*Session, error) {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		if filepath.Base(argv[0]) == "bash" {
+		if filepath.Base(argv[0]) == "bash" && !spec.withoutTickets {
 			if s.tickets, err = newTickets(s.gateDir); err != nil {
 				os.RemoveAll(dir)
 				os.RemoveAll(s.gateDir)
 				return nil, err
 			}
 		}
-		argv, env, s.rcFiles, ok, err = shellIntegration(argv, env, dir, s.gateDir, s.markKey, s.startup.path)
+		argv, env, s.rcFiles, ok, err = shellIntegration(argv, env, dir, s.gateDir, s.markKey, s.startup.path, s.tickets != nil)
 		if err != nil {
 			os.RemoveAll(dir)
 			os.RemoveAll(s.gateDir)
@@ -485,6 +491,9 @@ func (s *Session) cleanupFailed(cmd *exec.Cmd) {
 	}
 	s.closeOutputLog()
 	os.RemoveAll(s.privDir)
+	if s.tickets != nil {
+		s.tickets.close()
+	}
 	if s.gateDir != "" {
 		os.RemoveAll(s.gateDir)
 	}
@@ -863,6 +872,9 @@ func (s *Session) abandon(p *pending) {
 // top, a program reading raw keys) is a key like the others: the gate
 // judged the keys themselves, and there is no line to read (see doc.go).
 func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpts, deadline time.Time) error {
+	if err := s.reservedKeys(b); err != nil {
+		return err
+	}
 	if s.spec.Mode != ModePTY {
 		err := s.write(ctx, b, deadline, true)
 		s.mu.Lock()
@@ -1627,6 +1639,9 @@ func (s *Session) close(ctx context.Context, grace time.Duration) error {
 	<-s.readerDone
 	s.closeOutputLog()
 	<-s.replyDone
+	if s.tickets != nil {
+		s.tickets.close()
+	}
 	if s.gateDir != "" {
 		if err := os.RemoveAll(s.gateDir); err != nil {
 			return err

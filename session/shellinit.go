@@ -186,7 +186,7 @@ func userRC(file, startLog string) string {
 // listed in rc, for removal once the shell has read them. With a
 // startLog, the user's rc files write their standard error there (see
 // userRC).
-func shellIntegration(argv, env []string, dir, gateDir, key, startLog string) (newArgv, newEnv []string, rc []string, ok bool, err error) {
+func shellIntegration(argv, env []string, dir, gateDir, key, startLog string, withTickets bool) (newArgv, newEnv []string, rc []string, ok bool, err error) {
 	name := filepath.Base(argv[0])
 	plain := len(argv) == 1 || len(argv) == 2 && (argv[1] == "-i" || argv[1] == "-l" || argv[1] == "--login")
 	if !plain {
@@ -212,7 +212,7 @@ func shellIntegration(argv, env []string, dir, gateDir, key, startLog string) (n
 	case "bash":
 		rc := filepath.Join(dir, "bashrc")
 		check := ""
-		if gateDir != "" {
+		if gateDir != "" && withTickets {
 			if check, err = ticketCheck(filepath.Join(gateDir, "tickets"), key); err != nil {
 				return nil, nil, nil, false, err
 			}
@@ -241,26 +241,35 @@ func shellIntegration(argv, env []string, dir, gateDir, key, startLog string) (n
 // ticket lets run (see tickets.go): %[1]s is the ticket file, %[2]s the
 // mark key, %[3]s the key sequence of the check, %[4]s the one that
 // accepts the line, %[5]s the one that accepts it and fetches the next
-// from history (ctrl+o).
+// from history (ctrl+o), %[6]d the modulus of the file's sum.
 const bashTicketCheck = `# Every key that runs the line first asks for a ticket: a line the
-# gateway did not type and judge is emptied before bash reads it.
+# gateway did not type and judge is emptied before bash reads it. It
+# reads the ticket with the read builtin itself (a function named read
+# could forge one; the default bundle denies defining functions named
+# after the builtins this needs), and anything in it that fails ends in
+# the refusal. (A command substitution run from a bind -x command spoils
+# the line bash then parses, in bash 5.2: none here.)
 declare -r __termgate_tf=%[1]q
 __termgate_tn=0
 __termgate_accept() {
-  local t= v= l=
-  { read -r t v < "$__termgate_tf"; } 2>/dev/null
-  if [[ $t =~ ^[0-9]{1,18}$ && $v =~ ^[0-9]{1,18}$ && $__termgate_tn =~ ^[0-9]{1,18}$ ]]; then
-    (( __termgate_tn < v )) && __termgate_tn=$v
-    if (( t > __termgate_tn )); then
+  __termgate_t= __termgate_v= __termgate_s=
+  { builtin read -r __termgate_t __termgate_v __termgate_s < "$__termgate_tf"; } 2>/dev/null
+  if [[ $__termgate_t =~ ^[0-9]{18}$ && $__termgate_v =~ ^[0-9]{18}$ && $__termgate_s =~ ^[0-9]{10}$ && $__termgate_tn =~ ^[0-9]{1,18}$ ]] &&
+    (( (10#$__termgate_t * 31 + 10#$__termgate_v) %% %[6]d == 10#$__termgate_s )); then
+    __termgate_t=$((10#$__termgate_t)) __termgate_v=$((10#$__termgate_v))
+    (( __termgate_tn < __termgate_v )) && __termgate_tn=$__termgate_v
+    if (( __termgate_t > __termgate_tn )); then
       __termgate_tn=$((__termgate_tn + 1))
       return 0
     fi
   fi
   [[ -z ${READLINE_LINE//[[:space:]]/} ]] && { READLINE_LINE= READLINE_POINT=0; return 0; }
-  printf -v l %%q "${READLINE_LINE:0:2048}"
-  printf 'termgate: refused a line nobody judged (it did not come through the gateway); nothing of it ran\n'
-  printf '\033]133;U;tg=%[2]s;l=%%s\007' "$l"
+  __termgate_l=${READLINE_LINE:0:2048}
   READLINE_LINE= READLINE_POINT=0
+  \printf -v __termgate_l %%q "$__termgate_l"
+  \printf 'termgate: refused a line nobody judged (it did not come through the gateway); nothing of it ran\n'
+  \printf '\033]133;U;tg=%[2]s;l=%%s\007' "$__termgate_l"
+  __termgate_l=
 }
 readonly -f __termgate_accept
 for __termgate_k in emacs vi-insert vi-command; do
@@ -283,7 +292,7 @@ func ticketCheck(file, key string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf(bashTicketCheck, file, key, check, accept, next), nil
+	return fmt.Sprintf(bashTicketCheck, file, key, check, accept, next, ticketMod), nil
 }
 
 func lookupEnv(env []string, name string) string {

@@ -1,13 +1,17 @@
 package session
 
 import (
+	"bytes"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/termgate/termgate/sandbox"
 )
@@ -25,7 +29,8 @@ import (
 //     shell (the shell is the terminal's foreground, or the foreground
 //     program is not reading, so the shell may read it next: typed ahead),
 //     it issues a ticket: it raises the count in the session's ticket
-//     file. That file lives in a directory of the gateway's (gateDir, not
+//     file (written in place, with a sum of its counts, so that a read
+//     that met a write half done is no ticket). That file lives in a directory of the gateway's (gateDir, not
 //     the session's private directory, which the session may write); a
 //     confined session is granted it read-only, and no tool writes there.
 //   - In the generated rc, every key that makes readline run the line
@@ -51,9 +56,9 @@ import (
 //     over is a ticket for an Enter typed ahead that another program read
 //     (the foreground program was busy, then read it itself): the gateway
 //     voids every unused ticket whenever the shell is reading at its
-//     prompt with nothing typed left unread, after each call and before
-//     each Enter typed at an idle prompt (the file holds the count issued
-//     and the count voided; the shell takes a ticket only above both).
+//     prompt with nothing typed left unread, after each call (the file
+//     holds the count issued and the count voided; the shell takes a
+//     ticket only above both).
 //   - It fails closed: a ticket file that is missing or unreadable, or
 //     holds anything but two counts, is no ticket.
 //
@@ -68,33 +73,44 @@ import (
 // an unconfined session can write the ticket file as it can write
 // everything of its user's.
 
-// tickets is a session's ticket file: issued and voided counts, written
-// whole by rename, so the shell never reads half of it.
+// tickets is a session's ticket file: "ISSUED VOIDED SUM", fixed width,
+// written in place (a rename would cost a flush of the file on some file
+// systems, at every Enter). SUM ties the two counts together
+// (ticketSum), so that a read that met a write half done is no ticket.
 type tickets struct {
 	mu     sync.Mutex
+	f      *os.File
 	path   string
 	issued uint64
 	voided uint64
 }
 
+// ticketMod is the modulus of a ticket file's sum; the shell computes
+// the same ((ISSUED * 31 + VOIDED) % ticketMod) in its arithmetic.
+const ticketMod = 1000000007
+
+func ticketSum(issued, voided uint64) uint64 { return (issued*31 + voided) % ticketMod }
+
 // newTickets makes the ticket file in dir (the gateway's directory of
 // the session), with no ticket.
 func newTickets(dir string) (*tickets, error) {
 	t := &tickets{path: filepath.Join(dir, "tickets")}
+	f, err := os.OpenFile(t.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("writing the shell's ticket: %w", err)
+	}
+	t.f = f
 	if err := t.writeLocked(); err != nil {
+		f.Close()
 		return nil, err
 	}
 	return t, nil
 }
 
-// issue adds one ticket; with void, every earlier unused ticket is voided
-// first (the shell is reading at its prompt with nothing unread).
-func (t *tickets) issue(void bool) error {
+// issue adds one ticket.
+func (t *tickets) issue() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if void {
-		t.voided = t.issued
-	}
 	t.issued++
 	return t.writeLocked()
 }
@@ -110,12 +126,22 @@ func (t *tickets) void() error {
 	return t.writeLocked()
 }
 
-func (t *tickets) writeLocked() error {
-	tmp := t.path + ".new"
-	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d %d\n", t.issued, t.voided), 0o644); err != nil {
-		return fmt.Errorf("writing the shell's ticket: %w", err)
+// close lets go of the file.
+func (t *tickets) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.f != nil {
+		t.f.Close()
+		t.f = nil
 	}
-	if err := os.Rename(tmp, t.path); err != nil {
+}
+
+func (t *tickets) writeLocked() error {
+	if t.f == nil {
+		return fmt.Errorf("writing the shell's ticket: %w", os.ErrClosed)
+	}
+	b := fmt.Appendf(nil, "%018d %018d %010d\n", t.issued, t.voided, ticketSum(t.issued, t.voided))
+	if _, err := t.f.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("writing the shell's ticket: %w", err)
 	}
 	return nil
@@ -160,45 +186,49 @@ func acceptKeySeqs() (check, accept, next string, err error) {
 }
 
 // mayReachShell reports whether an Enter typed now may be read by the
-// session's own shell (so it needs a ticket), and whether the shell is
-// reading at its prompt with nothing typed left unread (so the tickets
-// not used yet are stale, and are voided first). The shell is the
-// foreground (its process group is the session leader's), or the
-// foreground program is not waiting for input (a command still runs):
-// the Enter is then read by whatever reads next, perhaps the shell.
+// session's own shell, so that it needs a ticket: the shell is the
+// terminal's foreground (its process group is the session leader's), or
+// the foreground program is not waiting for input (a command still
+// runs), so the Enter is read by whatever reads next, perhaps the shell.
 // Enter into a program that reads it (a REPL, cat, vim) needs none.
-func (s *Session) mayReachShell() (reach, idle bool) {
+func (s *Session) mayReachShell() bool {
 	if s.cmd == nil || s.cmd.Process == nil {
-		return false, false
+		return false
 	}
-	leader := s.cmd.Process.Pid
 	pgid := s.foregroundGroup()
-	if pgid == leader {
-		return true, s.readingInput() && waitingForInput(leader)
-	}
-	return pgid <= 0 || !waitingForInput(leaderOrNewest(pgid)), false
+	return pgid == s.cmd.Process.Pid || pgid <= 0 || !waitingForInput(leaderOrNewest(pgid))
 }
 
 // issueTicket issues a ticket for an Enter about to be typed, when it
 // may reach the session's own shell.
 func (s *Session) issueTicket() error {
-	if s.tickets == nil {
+	if s.tickets == nil || !s.mayReachShell() {
 		return nil
 	}
-	reach, idle := s.mayReachShell()
-	if !reach {
-		return nil
-	}
-	return s.tickets.issue(idle)
+	return s.tickets.issue()
 }
 
-// voidTickets voids unused tickets when the shell is reading at its
-// prompt with nothing unread: every Enter typed so far was taken.
+// voidTickets voids unused tickets when the shell is waiting at its
+// prompt with nothing typed left unread: every Enter typed so far was
+// taken, by the shell or by a program before it, and a ticket not used
+// by now is stale (an Enter typed ahead that another program read, or
+// one the read builtin took).
 func (s *Session) voidTickets() {
-	if s.tickets == nil {
+	if s.tickets == nil || s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	if reach, idle := s.mayReachShell(); reach && idle {
+	leader := s.cmd.Process.Pid
+	idle := false
+	s.ctl(func(fd uintptr) {
+		g, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
+		if err != nil || g != leader {
+			return
+		}
+		pending, err := inputPending(fd)
+		unread, err2 := unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+		idle = err == nil && err2 == nil && pending == 0 && unread == 0 && asleep(leader) && waitingForInput(leader)
+	})
+	if idle {
 		_ = s.tickets.void() // a failed write leaves more refused, not fewer
 	}
 }
@@ -299,4 +329,26 @@ func (s *Screen) redrawnMark(kind MarkKind, extra string) bool {
 		s.redraw = false
 		return false
 	}
+}
+
+// ErrReservedKeys is returned for input that holds ctrl+x ctrl+t: the
+// prefix of the keys the shell's ticket check runs on.
+var ErrReservedKeys = errors.New("ctrl+x ctrl+t is reserved for termgate's check of judged lines in the shell; nothing was typed")
+
+// reservedKeys refuses input that would type ctrl+x ctrl+t into a shell
+// with the ticket check, whole or split across calls (readline keeps a
+// key sequence's prefix between them): behind that prefix lie the keys
+// that accept the line once it holds a ticket, which bind -p lists, and
+// typed, they would run a line the judge at Enter never saw.
+func (s *Session) reservedKeys(b []byte) error {
+	if s.tickets == nil || len(b) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	last := s.lastTyped
+	s.mu.Unlock()
+	if bytes.Contains(b, []byte{0x18, 0x14}) || last == 0x18 && b[0] == 0x14 {
+		return fmt.Errorf("%w: %w", ErrLineRefused, ErrReservedKeys)
+	}
+	return nil
 }

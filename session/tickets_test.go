@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,6 +118,11 @@ func TestShellRefusesALineNobodyJudged(t *testing.T) {
 	if got := len(log.all()); got != n+1 {
 		t.Fatalf("refusals: %q", log.all())
 	}
+	// A function named read cannot hand out tickets: the check reads
+	// with the builtin.
+	send(t, s, "read() { __termgate_t=999 __termgate_v=0; }")
+	inject(t, s, log, "touch "+canary)
+	absent("with read shadowed by a function")
 	// Ordinary work goes on, and the refusal was said on the screen.
 	wantResult(t, send(t, s, "echo still"), "still", CompletionCommandFinished)
 	if text, _, _ := s.Screen(); !strings.Contains(text, "termgate: refused a line nobody judged") {
@@ -132,7 +138,7 @@ func TestTicketCheckFailsClosed(t *testing.T) {
 	log := &unjudgedLog{ch: make(chan struct{}, 1)}
 	s := startBashWith(t, m, dir, log.handle)
 	canary := filepath.Join(dir, "canary")
-	for _, content := range []string{"", "9 x\n", "99999999999999999999 0\n"} {
+	for _, content := range []string{"", "9 x\n", "99999999999999999999 0\n", "000000000000000009 000000000000000000 0000000000\n"} {
 		if content == "" {
 			if err := os.Remove(s.tickets.path); err != nil {
 				t.Fatal(err)
@@ -144,5 +150,41 @@ func TestTicketCheckFailsClosed(t *testing.T) {
 		if _, err := os.Stat(canary); !os.IsNotExist(err) {
 			t.Fatalf("ticket file %q: the line ran", content)
 		}
+	}
+}
+
+// The keys behind ctrl+x ctrl+t accept the line once the check passed:
+// typed by hand, whole or in pieces across calls, they would run a line
+// nobody judged at Enter. They are refused before anything is typed.
+func TestReservedKeysAreRefused(t *testing.T) {
+	m := testManager(t, Limits{})
+	dir := t.TempDir()
+	s := startBashWith(t, m, dir, nil)
+	ctx := context.Background()
+	o := WaitOpts{Timeout: 5 * time.Second, Quiet: 100 * time.Millisecond}
+	if _, err := s.Send(ctx, "touch canary", false, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, "\x18\x14abc", false, o); !errors.Is(err, ErrReservedKeys) {
+		t.Fatalf("whole: %v", err)
+	}
+	ctrl := func(name string) []Key {
+		k, err := ParseKey(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []Key{k}
+	}
+	if _, err := s.SendKeys(ctx, ctrl("ctrl+x"), o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendKeys(ctx, ctrl("ctrl+t"), o); !errors.Is(err, ErrReservedKeys) {
+		t.Fatalf("in pieces: %v", err)
+	}
+	if _, err := s.SendKeys(ctx, ctrl("ctrl+c"), o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "canary")); !os.IsNotExist(err) {
+		t.Fatalf("the canary exists: %v", err)
 	}
 }

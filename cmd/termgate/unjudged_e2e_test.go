@@ -72,3 +72,20 @@ func TestShellRefusesKeysAProgramPushed(t *testing.T) {
 		t.Fatal("the refusal is not in the audit log")
 	}
 }
+
+// TestReservedKeysAreRefused: ctrl+x ctrl+t leads to the keys that accept
+// a line once the shell's check passed; the agent cannot type it, whole
+// or split across calls, and nothing it typed runs.
+func TestReservedKeysAreRefusedByTheGateway(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	id := s.start(map[string]any{"cwd": dir})
+	s.ok("session_send", map[string]any{"session_id": id, "text": "touch canary", "enter": false, "timeout_ms": 3000, "quiet_ms": 200})
+	s.ok("session_keys", map[string]any{"session_id": id, "keys": []string{"ctrl+x"}, "timeout_ms": 3000, "quiet_ms": 200})
+	s.fails("session_keys", map[string]any{"session_id": id, "keys": []string{"ctrl+t", "a", "b"}, "timeout_ms": 3000}, "reserved")
+	s.ok("session_keys", map[string]any{"session_id": id, "keys": []string{"ctrl+c"}, "timeout_ms": 3000})
+	wantOutput(t, s.send(id, "ls"), "")
+	if _, err := os.Stat(filepath.Join(dir, "canary")); !os.IsNotExist(err) {
+		t.Fatalf("the canary exists: %v", err)
+	}
+}
