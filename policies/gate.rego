@@ -221,6 +221,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("defining %s as a function or alias would change what the shell's check of judged lines runs", [name]),
 } if {
+	input.shell # a shell line: read() typed into python is a call
 	input.action in {"input", "start"}
 	some name in shadowed_builtins
 }

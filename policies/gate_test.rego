@@ -116,4 +116,5 @@ test_shadow_builtin_benign if {
 	allowed(with_text(bash([c("alias", ["ll=ls -l"])]), "alias ll='ls -l'"))
 	allowed(with_text(bash([c("printf", ["%s\n", "x"])]), `printf '%s\n' x`))
 	allowed(with_text(bash([c("echo", ["function", "reader"])]), "echo function reader"))
+	allowed(typed("python3", "data = read()"))
 }
