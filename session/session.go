@@ -203,17 +203,18 @@ type Session struct {
 	spec Spec
 
 	cmd     *exec.Cmd
-	pty     *os.File // PTY master, or nil in pipe mode
-	stdin   *os.File // pipe mode
-	out     *os.File // what the reader reads
-	privDir string   // generated rc files, history; removed on close
-	gateDir string   // the gateway's files the session reads only (tickets, inputrc); removed on close
-	tickets *tickets // the shell's tickets (tickets.go), or nil
-	// lastTyped is the last byte written to the terminal (guarded by mu).
-	lastTyped byte
-	startup   *startupLog // what the user's rc files wrote to stderr (startlog.go); nil in pipe mode
-	grants    *grants     // what a confined session's sandbox grants (refused.go); set before it starts
-	outlog    *outputLog
+	pty     *os.File    // PTY master, or nil in pipe mode
+	stdin   *os.File    // pipe mode
+	out     *os.File    // what the reader reads
+	privDir string      // generated rc files, history; removed on close
+	startup *startupLog // what the user's rc files wrote to stderr (startlog.go); nil in pipe mode
+	grants  *grants     // what a confined session's sandbox grants (refused.go); set before it starts
+	outlog  *outputLog
+
+	// The shell's ticket check (tickets.go).
+	gateDir   string   // the gateway's files the session reads only (tickets, inputrc); removed on close
+	tickets   *tickets // the shell's tickets, or nil
+	lastTyped byte     // the last byte written to the terminal (guarded by mu)
 
 	integration bool
 	markKey     string   // the key every shell-integration mark carries
