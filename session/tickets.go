@@ -254,6 +254,12 @@ func (s *Screen) unjudgedMark(params []byte) {
 	if i := strings.Index(string(params), "l="); i >= 0 {
 		line = string(params[i+2:])
 	}
+	line = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(line, "\uFFFD"))
 	if len(line) > maxUnjudgedLine {
 		line = line[:maxUnjudgedLine]
 		for len(line) > 0 && !utf8.ValidString(line[max(0, len(line)-utf8.UTFMax):]) {
@@ -261,12 +267,6 @@ func (s *Screen) unjudgedMark(params []byte) {
 		}
 		line += "…"
 	}
-	line = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, line)
 	if len(s.unjudged) >= maxUnjudged {
 		s.unjudgedLost++
 		return

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -187,4 +188,50 @@ func TestReservedKeysAreRefused(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "canary")); !os.IsNotExist(err) {
 		t.Fatalf("the canary exists: %v", err)
 	}
+}
+
+// FuzzUnjudgedMarks: what a program prints cannot report a refusal
+// without the session's key; a refusal's line is bounded, holds no
+// control character, and at most maxUnjudged wait to be taken; a prompt
+// drawn again adds no mark.
+func FuzzUnjudgedMarks(f *testing.F) {
+	const key = "Kq7x"
+	f.Add([]byte("\x1b]133;U;tg=Kq7x;l=touch\\ canary\a"))
+	f.Add([]byte("\x1b]133;U;l=rm;tg=wrong\a\x1b]133;U;tg=Kq7x;l=a;b;tg=c\x1b\\"))
+	f.Add([]byte("\x1b]133;A;k=s;tg=Kq7x\a> \x1b]133;B;tg=Kq7x\a\r\x1b[K\r\x1b]133;A;k=s;tg=Kq7x\a> \x1b]133;B;tg=Kq7x\aEOF"))
+	f.Add([]byte("\x1b]133;U;tg=Kq7x;l=" + strings.Repeat("é", 3000) + "\a"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		s := NewScreen(6, 40, 20, func([]byte) {})
+		s.SetMarkKey(key)
+		s.Write(out)
+		lines, lost := s.takeUnjudged()
+		if (len(lines) > 0 || lost > 0) && !bytes.Contains(out, []byte("tg="+key)) {
+			t.Fatalf("a refusal without the key from %q", out)
+		}
+		if len(lines) > maxUnjudged {
+			t.Fatalf("%d refusals kept", len(lines))
+		}
+		for _, l := range lines {
+			if len(l) > maxUnjudgedLine+len("…") || strings.ContainsFunc(l, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+				t.Fatalf("refusal line %q", l)
+			}
+		}
+		if again, _ := s.takeUnjudged(); len(again) != 0 {
+			t.Fatal("taken twice")
+		}
+		// Marks come in order, and no two input-start marks stand at one
+		// place in a row: a redraw is not a new prompt.
+		marks := s.Marks(0)
+		for i := 1; i < len(marks); i++ {
+			if marks[i].Seq <= marks[i-1].Seq {
+				t.Fatalf("marks out of order: %+v", marks)
+			}
+			if marks[i].Kind == MarkInputStart && marks[i-1].Kind == MarkInputStart && marks[i].Pos == marks[i-1].Pos && marks[i].OnAlt == marks[i-1].OnAlt {
+				t.Fatalf("a redrawn prompt made a mark: %+v", marks)
+			}
+		}
+		if s.recovered != 0 {
+			t.Fatalf("a handler panicked on %q", out)
+		}
+	})
 }
