@@ -235,3 +235,39 @@ func FuzzUnjudgedMarks(f *testing.F) {
 		}
 	})
 }
+
+// TestConfinedShellCannotWriteItsTickets: a confined session reads its
+// ticket file (so its judged lines run) and cannot write it, nor the
+// directory it lies in (a new file there, or a link put in its place):
+// a program in the session cannot hand itself tickets.
+func TestConfinedShellCannotWriteItsTickets(t *testing.T) {
+	m := testManager(t, Limits{})
+	spec := confinedSpec(t, 0, false)
+	log := &unjudgedLog{ch: make(chan struct{}, 1)}
+	spec.OnUnjudged = log.handle
+	s, err := m.Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WaitStart(context.Background(), WaitOpts{Timeout: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Sandbox().Enforced || s.tickets == nil {
+		t.Fatalf("not a confined session with tickets: %s", s.Sandbox())
+	}
+	f := s.tickets.path
+	for _, line := range []string{
+		"echo 999999999999999999 000000000000000000 0000000000 > " + f + " && echo WROTE || echo BLOCKED",
+		"ln -sf /dev/null " + f + ".x 2>/dev/null && echo WROTE || echo BLOCKED",
+		"cat " + f + " >/dev/null && echo READ",
+	} {
+		r, err := s.Send(context.Background(), line, true, WaitOpts{Timeout: 10 * time.Second})
+		if err != nil || strings.Contains(r.Output, "WROTE") || !strings.Contains(r.Output, "BLOCKED") && !strings.Contains(r.Output, "READ") {
+			t.Fatalf("%s: %q %v", line, r.Output, err)
+		}
+	}
+	inject(t, s, log, "touch "+filepath.Join(spec.Dir, "canary"))
+	if _, err := os.Stat(filepath.Join(spec.Dir, "canary")); !os.IsNotExist(err) {
+		t.Fatalf("the canary exists: %v", err)
+	}
+}
