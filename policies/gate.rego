@@ -203,3 +203,45 @@ finding contains {
 }
 
 short_answer(text) if regex.match(`^\s*([yYnNqQ]|[yY][eE][sS]|[nN][oO]|[0-9]{1,4})?\s*$`, text)
+
+# ---- the shell's ticket check ----
+#
+# The generated rc refuses, in the shell itself, a line the gateway did
+# not type and judge (no ticket for it: keys a program pushed into the
+# terminal). The check reads its ticket with the read builtin; a function
+# or alias named after a builtin it relies on (builtin, read, printf,
+# return, bind, enable) could forge a ticket or hide the refusal, so
+# defining one is denied. (Turning line editing off, rebinding keys and
+# touching __termgate… are denied above.)
+ticket_builtins := {"builtin", "read", "printf", "return", "bind", "enable"}
+
+finding contains {
+	"rule": "shell.shadow_builtin",
+	"action": "deny",
+	"severity": "high",
+	"reason": sprintf("defining %s as a function or alias would change what the shell's check of judged lines runs", [name]),
+} if {
+	input.shell # a shell line: read() typed into python is a call
+	input.action in {"input", "start"}
+	some name in shadowed_builtins
+}
+
+shadowed_builtins contains name if {
+	some m in regex.find_all_string_submatch_n(`(?:^|[;&|(){}\s])(?:function\s+)?([A-Za-z_]+)\s*\(\s*\)`, input.text, -1)
+	name := m[1]
+	name in ticket_builtins
+}
+
+shadowed_builtins contains name if {
+	some m in regex.find_all_string_submatch_n(`(?:^|[;&|(){}\s])function\s+([A-Za-z_]+)(?:\s|$|\{)`, input.text, -1)
+	name := m[1]
+	name in ticket_builtins
+}
+
+shadowed_builtins contains name if {
+	some c in input.shell.commands
+	c.name == "alias"
+	some a in c.args
+	name := split(a, "=")[0]
+	name in ticket_builtins
+}

@@ -101,3 +101,20 @@ test_unjudged_reader_benign if {
 	allowed(object.union(reader("ftp", "", false), {"secret": true}))
 	allowed(object.union(typed("ftp", "ls"), {"terminal": {"reads_lines": false, "judged": false, "echo": true}}))
 }
+
+test_shadow_builtin if {
+	denied_by(with_text(bash([c(":", [])]), "read() { :; }"), "shell.shadow_builtin")
+	denied_by(with_text(bash([c(":", [])]), "function builtin { :; }"), "shell.shadow_builtin")
+	denied_by(with_text(bash([c(":", [])]), "x=1; printf () { :; }"), "shell.shadow_builtin")
+	denied_by(with_text(bash([c("alias", ["read=true"])]), "alias read=true"), "shell.shadow_builtin")
+	denied_by(with_text(bash([c("alias", ["-p", "bind=echo"])]), "alias -p bind=echo"), "shell.shadow_builtin")
+}
+
+test_shadow_builtin_benign if {
+	allowed(with_text(bash([c("greet", [])]), "greet() { echo hi; }; greet"))
+	allowed(with_text(bash([c("read", ["-r", "x"])]), "read -r x"))
+	allowed(with_text(bash([c("alias", ["ll=ls -l"])]), "alias ll='ls -l'"))
+	allowed(with_text(bash([c("printf", ["%s\n", "x"])]), `printf '%s\n' x`))
+	allowed(with_text(bash([c("echo", ["function", "reader"])]), "echo function reader"))
+	allowed(typed("python3", "data = read()"))
+}

@@ -113,6 +113,23 @@
 // program of a pipeline whose first command has exited is its newest live
 // member.
 //
+// # A line nobody judged
+//
+// A line can reach the session's bash without a judged Enter (keys a
+// program pushed into the terminal, a line typed ahead that the gateway
+// thought another program would read). bash refuses it: the gateway
+// issues a ticket before each Enter it types that may reach the shell,
+// in a file the session reads and never writes, and every key that makes
+// readline run the line first takes one; with none, the line is emptied
+// before bash parses it, and the refusal is reported (Spec.OnUnjudged).
+// Every Enter takes one ticket whatever its line does, and unused tickets
+// are voided after each call when the shell waits at its prompt with
+// nothing unread. Input holding ctrl+x ctrl+t, the prefix of the keys
+// that accept a line once it holds a ticket, is refused
+// (ErrReservedKeys). The design, why it is not a DEBUG trap, and its
+// limits (a shell started inside the session, zsh, an unconfined
+// session) are in tickets.go.
+//
 // # Closed sessions
 //
 // A closed session stays listed and readable until MaxExited newer ones

@@ -115,6 +115,10 @@ type Screen struct {
 	bSeen   bool   // an input-start mark ever arrived: the prompt carries marks
 	markN   int64  // marks ever seen
 
+	redraw       bool     // a prompt's marks are being drawn again where they were (redrawnMark)
+	unjudged     []string // lines the shell refused for want of a ticket, not taken yet (tickets.go)
+	unjudgedLost int      // refusals past those
+
 	recovered int // panics recovered while parsing: each one is a bug
 
 	written int64      // bytes written so far
@@ -1423,6 +1427,11 @@ func (s *Screen) shellMark(data []byte) {
 	kind := MarkKind(kindField[0])
 	switch kind {
 	case MarkPromptStart, MarkInputStart, MarkOutputStart, MarkCommandEnded:
+	case MarkUnjudged:
+		// Only ever from the shell integration, which has a key.
+		if s.markKey == "" {
+			return
+		}
 	default:
 		return
 	}
@@ -1431,6 +1440,13 @@ func (s *Screen) shellMark(data []byte) {
 		if params, ok = withoutKey(params, s.markKey); !ok {
 			return
 		}
+	}
+	if kind == MarkUnjudged {
+		s.unjudgedMark(params)
+		return
+	}
+	if s.redrawnMark(kind, string(params)) {
+		return
 	}
 	s.markN++
 	if kind == MarkInputStart {

@@ -84,6 +84,14 @@ type Spec struct {
 	// ExecGate, when set, holds every exec of the session's processes
 	// until its judge answers (with or without Sandbox).
 	ExecGate *ExecGate
+	// OnUnjudged, when set, is told about each line the session's shell
+	// refused because the gateway typed and judged no such line (see
+	// tickets.go).
+	OnUnjudged UnjudgedHandler
+
+	// withoutTickets starts bash without the ticket check: for the
+	// benchmark that measures what the check costs.
+	withoutTickets bool
 }
 
 // ExecGate is how a session's (or an Exec's) execs are judged.
@@ -203,6 +211,11 @@ type Session struct {
 	grants  *grants     // what a confined session's sandbox grants (refused.go); set before it starts
 	outlog  *outputLog
 
+	// The shell's ticket check (tickets.go).
+	gateDir   string   // the gateway's files the session reads only (tickets, inputrc); removed on close
+	tickets   *tickets // the shell's tickets, or nil
+	lastTyped byte     // the last byte written to the terminal (guarded by mu)
+
 	integration bool
 	markKey     string   // the key every shell-integration mark carries
 	rcFiles     []string // generated rc files, removed once the shell read them
@@ -300,12 +313,27 @@ func start(id string, spec Spec) (*Session, error) {
 			return nil, fmt.Errorf("shell integration key: %w", err)
 		}
 		s.markKey = hex.EncodeToString(key)
-		argv, env, s.rcFiles, ok, err = shellIntegration(argv, env, dir, s.markKey, s.startup.path)
-		if err != nil {
+		if s.gateDir, err = newGateDir(); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
+		if filepath.Base(argv[0]) == "bash" && !spec.withoutTickets {
+			if s.tickets, err = newTickets(s.gateDir); err != nil {
+				os.RemoveAll(dir)
+				os.RemoveAll(s.gateDir)
+				return nil, err
+			}
+		}
+		argv, env, s.rcFiles, ok, err = shellIntegration(argv, env, dir, s.gateDir, s.markKey, s.startup.path, s.tickets != nil)
+		if err != nil {
+			os.RemoveAll(dir)
+			os.RemoveAll(s.gateDir)
+			return nil, err
+		}
 		s.integration = ok
+		if !ok {
+			s.tickets = nil
+		}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Args[0] = filepath.Base(spec.Argv[0])
@@ -431,6 +459,9 @@ func (s *Session) launch(cmd *exec.Cmd, argv, env []string, begin func() error) 
 	sb.Argv, sb.Dir, sb.Env = argv, spec.Dir, env
 	if !sb.Unconfined {
 		sb.Write = append(sb.Write, s.privDir) // history and rc files too
+		if s.gateDir != "" {
+			sb.Read = append(sb.Read, s.gateDir) // tickets and inputrc: read only
+		}
 	}
 	o := sandbox.Options{Name: s.id, Tmp: tmp}
 	if g := spec.ExecGate; g != nil {
@@ -461,6 +492,12 @@ func (s *Session) cleanupFailed(cmd *exec.Cmd) {
 	}
 	s.closeOutputLog()
 	os.RemoveAll(s.privDir)
+	if s.tickets != nil {
+		s.tickets.close()
+	}
+	if s.gateDir != "" {
+		os.RemoveAll(s.gateDir)
+	}
 }
 
 // Sandbox says how the session is confined.
@@ -480,6 +517,11 @@ func (s *Session) Pid() int { return s.cmd.Process.Pid }
 // redactor's goroutine: a panic here is recovered as the reader's would be.
 func (s *Session) show(b []byte) {
 	defer s.recoverIn("output")
+	// Lines the shell refused for want of a ticket are reported once
+	// s.mu is let go (defers run last first).
+	var unjudged []string
+	var lost int
+	defer func() { s.reportUnjudged(unjudged, lost) }()
 	// Rows the screen buffered for the output log go to disk after s.mu
 	// is let go (defers run last first).
 	defer s.flushOutputLog()
@@ -498,6 +540,7 @@ func (s *Session) show(b []byte) {
 		return
 	}
 	s.screen.Write(b)
+	unjudged, lost = s.screen.takeUnjudged()
 	if len(s.rcFiles) > 0 && s.screen.MarkSeq() > 0 {
 		// The shell printed its first mark: it has read its rc, whose
 		// mark key no program it runs may read.
@@ -770,8 +813,10 @@ func (s *Session) Send(ctx context.Context, text string, enter bool, o WaitOpts)
 	s.mu.Unlock()
 	if err := s.typeInput(ctx, p, b, o, deadline); err != nil {
 		s.abandon(p)
+		s.voidTickets()
 		return Result{}, err
 	}
+	defer s.voidTickets()
 	return s.wait(ctx, o, true, deadline)
 }
 
@@ -799,8 +844,10 @@ func (s *Session) SendKeys(ctx context.Context, keys []Key, o WaitOpts) (Result,
 	}
 	if err := s.typeInput(ctx, p, b, o, deadline); err != nil {
 		s.abandon(p)
+		s.voidTickets()
 		return Result{}, err
 	}
+	defer s.voidTickets()
 	return s.wait(ctx, o, true, deadline)
 }
 
@@ -826,6 +873,9 @@ func (s *Session) abandon(p *pending) {
 // top, a program reading raw keys) is a key like the others: the gate
 // judged the keys themselves, and there is no line to read (see doc.go).
 func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpts, deadline time.Time) error {
+	if err := s.reservedKeys(b); err != nil {
+		return err
+	}
 	if s.spec.Mode != ModePTY {
 		err := s.write(ctx, b, deadline, true)
 		s.mu.Lock()
@@ -896,6 +946,11 @@ func (s *Session) typeInput(ctx context.Context, p *pending, b []byte, o WaitOpt
 		}
 		p.lastSeq, p.lastAt = s.screen.MarkSeq(), s.screen.CursorPos()
 		s.mu.Unlock()
+		// The shell runs no line without a ticket (tickets.go).
+		if err := s.issueTicket(); err != nil {
+			s.cancelInput(ctx, deadline, program)
+			return fmt.Errorf("%w: %v; the typed line was cleared and nothing ran", ErrLineRefused, err)
+		}
 		if err := s.write(ctx, []byte{key}, deadline, true); err != nil {
 			s.mu.Lock()
 			s.line.unknown = true
@@ -1151,6 +1206,7 @@ func (s *Session) Read(ctx context.Context, o WaitOpts) (Result, error) {
 		s.pending = p
 	}
 	s.mu.Unlock()
+	defer s.voidTickets()
 	return s.wait(ctx, o, false, deadline)
 }
 
@@ -1584,6 +1640,14 @@ func (s *Session) close(ctx context.Context, grace time.Duration) error {
 	<-s.readerDone
 	s.closeOutputLog()
 	<-s.replyDone
+	if s.tickets != nil {
+		s.tickets.close()
+	}
+	if s.gateDir != "" {
+		if err := os.RemoveAll(s.gateDir); err != nil {
+			return err
+		}
+	}
 	return os.RemoveAll(s.privDir)
 }
 

@@ -22,7 +22,7 @@ func testManager(t *testing.T, l Limits) *Manager {
 	return m
 }
 
-func testEnv(t *testing.T) []string {
+func testEnv(t testing.TB) []string {
 	return append(os.Environ(), "HOME="+t.TempDir(), "TERM=xterm-256color")
 }
 

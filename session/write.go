@@ -166,6 +166,11 @@ func (s *Session) write(ctx context.Context, b []byte, deadline time.Time, tap b
 	if tapper != nil && n > 0 {
 		tapper.Input(b[:n], echoOff)
 	}
+	if n > 0 {
+		s.mu.Lock()
+		s.lastTyped = b[n-1] // reservedKeys reads it
+		s.mu.Unlock()
+	}
 	if err == nil {
 		return nil
 	}

@@ -318,6 +318,9 @@ type gateway struct {
 	// profiles holds each session's sandbox profile, by id, for the
 	// policy input (session.profile).
 	profiles sync.Map
+	// unjudged holds, per session, the lines its shell refused for want
+	// of a ticket, for its next result (unjudged.go).
+	unjudged unjudgedNotes
 
 	// testOnlyPanic, when a test sets it, is called at points on a
 	// request's path ("tool NAME", "resource URI") and may panic there.
@@ -347,6 +350,7 @@ func newGateway(cfg Config, logger *slog.Logger, stages Stages) *gateway {
 		g.unfinishedMu.Lock()
 		delete(g.unfinished, id)
 		g.unfinishedMu.Unlock()
+		g.forgetUnjudged(id)
 	})
 	return g
 }

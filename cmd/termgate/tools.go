@@ -248,6 +248,10 @@ type ioOut struct {
 	refusedN   int       // refusals past the list
 	// ExecRefused are the programs the exec gate refused during the call.
 	ExecRefused []execRefusal `json:"exec_refused,omitempty" jsonschema:"programs the command started that the exec gate refused (EPERM): which, by which rule, why; the rest of the command may have run"`
+	// Unjudged are lines the session's shell refused since the last
+	// result: they reached it without passing the gateway (unjudged.go).
+	Unjudged  []string `json:"unjudged_refused,omitempty" jsonschema:"lines that reached the session's shell without passing the gateway (typed into the terminal by a program): the shell refused them and nothing of them ran; each was audited"`
+	unjudgedN int      // more of them, past the list
 }
 
 func (o ioOut) text() string {
@@ -258,6 +262,7 @@ func (o ioOut) text() string {
 	}
 	b.WriteString(refusalText(o.ExecRefused))
 	b.WriteString(refusedText(o.Refused, o.refusedN))
+	b.WriteString(unjudgedText(o.Unjudged, o.unjudgedN))
 	fmt.Fprintf(&b, "[session %s · %s", o.SessionID, o.Program)
 	switch {
 	case !o.Complete:
@@ -525,7 +530,8 @@ func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, an
 	defer done()
 	g.egress.apply("", l.egress, answers)
 	env := mergeEnv(l.env, append([]string{"TERM=xterm-256color", "COLORTERM=", "TERMGATE_SESSION=1"}, agent.Pairs...)...)
-	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec}
+	spec := session.Spec{Name: in.Name, Argv: argv, Dir: dir.Path, Env: env, Rows: rows, Cols: cols, Mode: mode, Redactor: g.redactor, Sandbox: l.spec,
+		OnUnjudged: g.onUnjudged}
 	spec.ExecGate = g.gate.forSession()
 	if g.redactor != nil {
 		spec.Taint = redact.NewTaint(redact.TaintLimits{}) // the session's, shared with its recording
@@ -1002,12 +1008,13 @@ func sendError(s *session.Session, err error) error {
 // ioOut is a session result after the pipeline redacted and capped it.
 func (g *gateway) ioOut(s *session.Session, r session.Result, o Outcome, d *Decision) ioOut {
 	st := s.Status()
+	unjudged, unjudgedN := g.takeUnjudged(s.ID())
 	return ioOut{
 		SessionID: s.ID(), Output: o.Output, Complete: r.Complete, Completion: string(r.Completion),
 		ExitCode: r.ExitCode, Prompt: g.redactIn(s, r.Prompt), Alive: st.Alive, Program: st.Program,
 		Busy: st.Busy, Truncated: o.Truncated, Screen: r.Screen, Continued: r.Continued,
 		EchoOff: st.EchoOff, LostLines: r.LostLines, Rest: o.Rest, Decision: d,
-		Refused: o.Acted.Refused, refusedN: o.Acted.RefusedN,
+		Refused: o.Acted.Refused, refusedN: o.Acted.RefusedN, Unjudged: unjudged, unjudgedN: unjudgedN,
 	}
 }
 
