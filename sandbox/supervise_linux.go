@@ -41,6 +41,10 @@ type ExecRequest struct {
 	// Unreadable, when set, says why the request could not be read
 	// whole (argv too large, memory unreadable): the judge must refuse.
 	Unreadable error
+	// Refusal, when set, is not an exec but a call the profile's seccomp
+	// filter refused (refuse_linux.go): the judge is told of it, and its
+	// verdict is not asked for (the call fails with its errno).
+	Refusal *SyscallRefusal
 	// Environ reads the environment the exec passes (envp), on demand:
 	// only while the judge runs (nil after, and for an Ask), and nil when
 	// it cannot be read whole.
@@ -57,7 +61,8 @@ type ExecVerdict struct {
 	Ask func(ctx context.Context) bool
 }
 
-// ExecJudge decides the execs of a launch. It runs on the launch's
+// ExecJudge decides the execs of a launch, and is told of the calls its
+// profile refused (ExecRequest.Refusal; the verdict is then ignored). It runs on the launch's
 // supervisor goroutine, one request at a time: it must be quick, and
 // hand anything slow to ExecVerdict.Ask.
 type ExecJudge func(ctx context.Context, r *ExecRequest) ExecVerdict
@@ -165,6 +170,10 @@ func (s *supervisor) loop() {
 
 // handle reads, judges and answers one request.
 func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
+	if !isExec(req) {
+		s.refuse(req) // a call the profile refuses: named, then refused
+		return
+	}
 	r, mem, errno := s.read(req)
 	if mem != nil {
 		var envAddr uint64
