@@ -607,6 +607,7 @@ func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, an
 	}
 	a := Acted{Output: r.Output, Completion: string(r.Completion), Summary: "session " + s.ID() + " started", Redact: g.redactorOf(s)}
 	g.afterEgress(ctx, gin, &a)
+	a.Refused = append(a.Refused, g.gate.sysRefusals(ctx, s.ID(), profile)...)
 	if a.Ask != nil {
 		_ = g.mgr.Close(ctx, s.ID())
 	}
@@ -820,6 +821,8 @@ func (g *gateway) sessionCall(ctx context.Context, req *mcp.CallToolRequest, s *
 		// The files the program says it was refused and the profile does
 		// not grant (read from its redacted output).
 		a.Refused = append(a.Refused, g.fileRefusals(s, g.redactIn(s, r.Output))...)
+		// The calls its seccomp filter refused (named with the exec gate).
+		a.Refused = append(a.Refused, g.gate.sysRefusals(ctx, s.ID(), s.Sandbox().Profile)...)
 		return a, nil
 	})
 	if o.Pending != nil {
@@ -1155,6 +1158,7 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 		if g.afterEgress(ctx, bind, &a); a.Ask != nil {
 			return a.Ask, out, nil
 		}
+		a.Refused = append(a.Refused, g.gate.sysRefusals(ctx, s.ID(), s.Sandbox().Profile)...)
 		out.ioOut = g.ioOut(s, r, g.stages.Show(a), nil)
 		out.ioOut.ExecRefused = refusalsOf(ctx)
 		return textResult(out.ioOut.text()), out, nil
@@ -1461,6 +1465,9 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 			},
 		}
 		g.afterEgress(ctx, gin, &a) // an approval runs the command again
+		if sb != nil {
+			a.Refused = append(a.Refused, call.sysRefusals(sb.Profile)...)
+		}
 		return a, nil
 	})
 	if o.Pending != nil {
