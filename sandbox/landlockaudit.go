@@ -121,8 +121,9 @@ type LandlockDenial struct {
 	Blockers []string // the rights that were missing: fs.write_file, net.connect_tcp, …
 	// Path is the file (or directory) for a filesystem right, "" else;
 	// Port the TCP port of a network right (0 else).
-	Path string
-	Port int
+	Path    string
+	Address string // the TCP peer's address, as the record gives it
+	Port    int
 }
 
 // Access names a denial's kind as the gateway's refusals do: write (a
@@ -195,6 +196,10 @@ func parseLandlock(typ uint16, data []byte) (landlockEvent, bool) {
 	d := &LandlockDenial{Domain: dom, Blockers: strings.Split(blockers, ","), Path: r.Fields["path"]}
 	if len(d.Blockers) > 32 {
 		d.Blockers = d.Blockers[:32]
+	}
+	d.Address = r.Fields["daddr"]
+	if d.Address == "" {
+		d.Address = r.Fields["saddr"]
 	}
 	for _, k := range []string{"dest", "src"} {
 		if p, err := strconv.Atoi(r.Fields[k]); err == nil && p > 0 && p < 65536 {

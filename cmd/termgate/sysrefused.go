@@ -22,7 +22,8 @@ import (
 // wait for its next call) keeps; the rest are counted in the last.
 const maxSysRefusals = 16
 
-// sysRefusals gathers refusals, merged by what was refused and by whom.
+// sysRefusals gathers refusals, merged by what was refused and by whom
+// (the call, the file or destination, the access, the program).
 type sysRefusals struct {
 	mu   sync.Mutex
 	list []Refusal
@@ -33,7 +34,8 @@ func (s *sysRefusals) add(r Refusal) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.list {
-		if o := &s.list[i]; o.Syscall == r.Syscall && o.Program == r.Program {
+		if o := &s.list[i]; o.Syscall == r.Syscall && o.Program == r.Program && o.Path == r.Path &&
+			o.Destination == r.Destination && o.Access == r.Access {
 			o.Count++
 			return false
 		}
