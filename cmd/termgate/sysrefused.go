@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"sync"
 
 	"github.com/termgate/termgate/sandbox"
@@ -118,4 +120,27 @@ func withProfile(rs []Refusal, profile string) []Refusal {
 		}
 	}
 	return rs
+}
+
+// refusalTeller says on stderr what seccomp refused in termgate sandbox
+// run, once per call, argument and program.
+type refusalTeller struct {
+	w    io.Writer
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func newRefusalTeller(w io.Writer) *refusalTeller {
+	return &refusalTeller{w: w, seen: map[string]bool{}}
+}
+
+func (t *refusalTeller) tell(r *sandbox.SyscallRefusal) {
+	key := r.String() + " by " + r.Program
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.seen[key] || len(t.seen) >= 4*maxSysRefusals {
+		return
+	}
+	t.seen[key] = true
+	fmt.Fprintf(t.w, "termgate: sandbox refused syscall %s (pid %d): %s (%s)\n", key, r.Pid, r.Reason, r.Errno.Error())
 }

@@ -73,6 +73,14 @@ func TestSeccompRefusalsInTheResult(t *testing.T) {
 		t.Errorf("exec: sandbox_refused = %v", out["sandbox_refused"])
 	}
 
+	// termgate sandbox run says it on stderr, once per call and program.
+	runOut, code := sandboxRun(t, t.TempDir(), nil, "sh", "-c", vsockLoop)
+	if code != 0 || !strings.Contains(runOut, "ptrace -1 errno 1") ||
+		strings.Count(runOut, "termgate: sandbox refused syscall socket(AF_VSOCK SOCK_STREAM) by perl") != 1 ||
+		strings.Count(runOut, "termgate: sandbox refused syscall ptrace by perl") != 1 || strings.Contains(runOut, "exec refused") {
+		t.Errorf("sandbox run: exit %d: %q", code, runOut)
+	}
+
 	off := startGateServer(t, nil, "--exec-gate", "off")
 	id = off.start(map[string]any{"cwd": off.project})
 	r = off.send(id, vsockLoop, "timeout_ms", 60000)
