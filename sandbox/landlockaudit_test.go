@@ -116,26 +116,23 @@ func FuzzParseAuditMessages(f *testing.F) {
 	})
 }
 
-// auditOn turns the kernel's auditing on for the test, if it was off,
-// and back off after; it skips where the kernel has no audit or the test
+// auditOn keeps the kernel's auditing on for the test (sandbox.HoldAuditOn:
+// on if it was off, back off after the machine's last such test); it skips where the kernel has no audit or the test
 // may not change it.
 func auditOn(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("not root: cannot read the kernel's audit records")
 	}
-	was, err := AuditEnabled()
-	if err != nil {
+	if _, err := AuditEnabled(); err != nil {
 		t.Skipf("no kernel audit here: %v", err)
 	}
-	if was != 0 {
-		return
-	}
-	if err := SetAuditEnabled(1); err != nil {
+	release, err := HoldAuditOn()
+	if err != nil {
 		t.Skipf("cannot turn auditing on: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := SetAuditEnabled(0); err != nil {
+		if err := release(); err != nil {
 			t.Errorf("turning auditing back off: %v", err)
 		}
 	})
@@ -200,5 +197,32 @@ func TestLandlockDenialsFromAudit(t *testing.T) {
 		return d.Path == target && slices.Contains(d.Blockers, "fs.write_file") && d.Access() == "write"
 	}) {
 		t.Fatalf("denials %+v, want a write of %s", got, target)
+	}
+}
+
+// TestHoldAuditOn: auditing stays on while any holder is left.
+func TestHoldAuditOn(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root")
+	}
+	if _, err := AuditEnabled(); err != nil {
+		t.Skipf("no kernel audit here: %v", err)
+	}
+	r1, err := HoldAuditOn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := HoldAuditOn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r1(); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := AuditEnabled(); err != nil || on == 0 {
+		t.Fatalf("auditing off (%v) while a holder is left", err)
+	}
+	if err := r2(); err != nil {
+		t.Fatal(err)
 	}
 }

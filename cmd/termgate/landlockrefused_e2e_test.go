@@ -9,8 +9,8 @@ import (
 	"github.com/termgate/termgate/sandbox"
 )
 
-// auditOn turns the kernel's auditing on for the test, if it was off,
-// and back off after; it skips where the gateway could not read the
+// auditOn keeps the kernel's auditing on for the test (sandbox.HoldAuditOn:
+// on if it was off, back off after the machine's last such test); it skips where the gateway could not read the
 // records (not root, no kernel audit, Landlock before ABI 7).
 func auditOn(t *testing.T) {
 	t.Helper()
@@ -20,18 +20,15 @@ func auditOn(t *testing.T) {
 	if abi := sandbox.Probe().LandlockABI; abi < 7 {
 		t.Skipf("Landlock ABI %d logs no denial after exec", abi)
 	}
-	was, err := sandbox.AuditEnabled()
-	if err != nil {
+	if _, err := sandbox.AuditEnabled(); err != nil {
 		t.Skipf("no kernel audit here: %v", err)
 	}
-	if was != 0 {
-		return
-	}
-	if err := sandbox.SetAuditEnabled(1); err != nil {
+	release, err := sandbox.HoldAuditOn()
+	if err != nil {
 		t.Skipf("cannot turn auditing on: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := sandbox.SetAuditEnabled(0); err != nil {
+		if err := release(); err != nil {
 			t.Errorf("turning auditing back off: %v", err)
 		}
 	})
