@@ -61,8 +61,7 @@ type ExecVerdict struct {
 	Ask func(ctx context.Context) bool
 }
 
-// ExecJudge decides the execs of a launch, and is told of the calls its
-// profile refused (ExecRequest.Refusal; the verdict is then ignored). It runs on the launch's
+// ExecJudge decides the execs of a launch. It runs on the launch's
 // supervisor goroutine, one request at a time: it must be quick, and
 // hand anything slow to ExecVerdict.Ask.
 type ExecJudge func(ctx context.Context, r *ExecRequest) ExecVerdict
