@@ -55,8 +55,10 @@
 // telling the judge what was refused (ExecRequest.Refusal: the call, the
 // argument that decided it, the program and its pid), whose verdict is
 // not asked for. A request that arrives after the supervisor is gone
-// fails with ENOSYS. clone3 (ENOSYS, so libc uses clone) and connect
-// without network stay plain errno actions. Without the gate nothing is
+// fails with ENOSYS. clone3 (ENOSYS, so libc uses clone), a proxy
+// session's unix sockets and connect without network stay plain errno
+// actions (libc makes and connects a unix socket for every user or host
+// lookup: naming them would be noise). Without the gate nothing is
 // named. Every rule on an int argument (a socket family or type, an
 // ioctl request) compares its low 32 bits: the kernel reads an int, so a
 // 64-bit comparison would let a program pass a rule by setting a high

@@ -55,8 +55,8 @@ func lowWord(arg uint, v uint64) seccomp.ScmpCondition {
 // that the filter answers with refusedErrno otherwise: the deny set,
 // clone with namespace flags, TTY input injection, and the socket
 // families and types the profile refuses (AF_VSOCK and AF_ALG always;
-// all but AF_UNIX without network; AF_UNIX and non-stream inet sockets
-// for a proxy session). None is hot in normal work: a rule with
+// all but AF_UNIX without network; non-stream inet sockets for a proxy
+// session). None is hot or made by libc in normal work: a rule with
 // conditions costs nothing to the calls it does not match.
 func namedRefusals(s Spec) []refuseRule {
 	var rules []refuseRule
@@ -84,12 +84,6 @@ func namedRefusals(s Spec) []refuseRule {
 		cond, _ := seccomp.MakeCondition(0, seccomp.CompareNotEqual, unix.AF_UNIX)
 		rules = append(rules, refuseRule{name: "socket", conds: []seccomp.ScmpCondition{cond}})
 	}
-	if s.Network == "proxy" && !s.UnixSockets {
-		// Connecting to a unix socket outside the session (docker.sock, a
-		// D-Bus bus) is not a matter for Landlock before ABI 9, and connect
-		// must stay open for TCP to the proxy: no unix socket is made.
-		rules = append(rules, refuseRule{name: "socket", conds: []seccomp.ScmpCondition{lowWord(0, unix.AF_UNIX)}})
-	}
 	if s.Network == "proxy" && !ownNetwork(s) {
 		// A proxy session on the host's network: TCP reaches the proxy's
 		// port only (Landlock); datagram and raw sockets are refused here.
@@ -100,8 +94,9 @@ func namedRefusals(s Spec) []refuseRule {
 
 // applySeccomp loads the filter: the named refusals (namedRefusals; with
 // the exec gate they go to its filter instead, gateExecs), clone3
-// (ENOSYS, so libc falls back to clone, which is checked), connect
-// without network, and any non-native architecture (kill).
+// (ENOSYS, so libc falls back to clone, which is checked), unix sockets
+// in a proxy session without them, connect without network, and any
+// non-native architecture (kill).
 func applySeccomp(s Spec) error {
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
@@ -121,6 +116,16 @@ func applySeccomp(s Spec) error {
 	}
 	if err := addRule(f, "clone3", seccomp.ActErrno.SetReturnCode(int16(syscall.ENOSYS))); err != nil {
 		return fmt.Errorf("seccomp clone3: %v", err)
+	}
+	if s.Network == "proxy" && !s.UnixSockets {
+		// Connecting to a unix socket outside the session (docker.sock, a
+		// D-Bus bus) is not a matter for Landlock before ABI 9, and connect
+		// must stay open for TCP to the proxy: no unix socket is made. Not
+		// named: libc makes one for every user or host lookup (nscd), so
+		// every curl or ssh would report it.
+		if err := addRule(f, "socket", seccomp.ActErrno.SetReturnCode(int16(refusedErrno("socket"))), lowWord(0, unix.AF_UNIX)); err != nil {
+			return fmt.Errorf("seccomp socket: %v", err)
+		}
 	}
 	if s.Network == "none" {
 		// Without network, no connect at all: Landlock below ABI 9 does

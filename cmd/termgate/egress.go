@@ -68,14 +68,14 @@ type GateConnect struct {
 type Refusal struct {
 	Access      string `json:"access" jsonschema:"what was refused: connect, file (any access: nothing grants it) or write (the file is granted read-only)"`
 	Destination string `json:"destination,omitempty" jsonschema:"host:port as the program asked for it"`
-	Path        string `json:"path,omitempty" jsonschema:"the file a program's permission error names, which the profile does not grant"`
+	Path        string `json:"path,omitempty" jsonschema:"the file refused: named by Landlock's audit record, or by a program's permission error and checked against the profile"`
 	Syscall     string `json:"syscall,omitempty" jsonschema:"the system call the profile refused, with the argument that decided it: socket(AF_INET SOCK_DGRAM), ioctl(TIOCSTI), ptrace"`
 	Address     string `json:"address,omitempty" jsonschema:"the address it resolved to, when that was what was refused"`
 	Program     string `json:"program,omitempty" jsonschema:"the program that asked"`
 	Profile     string `json:"profile" jsonschema:"the session's sandbox profile"`
 	Rule        string `json:"rule" jsonschema:"the rule that refused it"`
 	Reason      string `json:"reason" jsonschema:"why"`
-	Source      string `json:"source,omitempty" jsonschema:"how the gateway knows: seccomp (the call was refused by the gateway itself), landlock (the kernel's audit record), or output (read from the program's own error)"`
+	Source      string `json:"source,omitempty" jsonschema:"how it is known: seccomp (a system call the profile refused, named as it happened), landlock (the kernel's own audit record of the denial), output (read from the program's own error); none for the egress proxy's refusals"`
 	Count       int    `json:"count,omitempty" jsonschema:"how many times it was refused during the call, when more than once"`
 	Pid         int    `json:"pid,omitempty" jsonschema:"the process that asked (the first, when refused more than once)"`
 	// hint is for the agent's result text only (a one-time token in
