@@ -23,6 +23,9 @@ type Support struct {
 	Namespaces   bool // the launcher can make a session's mount and network namespaces
 	MemoryCgroup string
 	ExecNotify   error // why the exec gate cannot hold execs here; nil: it can
+	// LandlockDenials says how Landlock's denials are learnt here
+	// (LandlockDenialsSource).
+	LandlockDenials string
 }
 
 // Probe asks the kernel.
@@ -48,6 +51,7 @@ func Probe() Support {
 		s.UserNS = true
 	}
 	s.ExecNotify = NotifySupport()
+	s.LandlockDenials = LandlockDenialsSource(s.LandlockABI)
 	s.Namespaces = canIsolate()
 	switch {
 	case v2Pids():
@@ -133,6 +137,9 @@ func (s Support) Report() string {
 	} else {
 		fmt.Fprintf(&b, "exec gate:         NO: %v\n", s.ExecNotify)
 	}
+	fmt.Fprintf(&b, "landlock denials:  %s\n", s.LandlockDenials)
+	fmt.Fprintf(&b, "seccomp refusals:  %s\n", map[bool]string{true: "named, through the exec gate's listener (--exec-gate enforce or audit)",
+		false: "not named (no exec gate here): refused with their errno"}[s.ExecNotify == nil])
 	fmt.Fprintf(&b, "running as uid:    %d\n", os.Getuid())
 	return b.String()
 }

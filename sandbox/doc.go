@@ -49,11 +49,44 @@
 // listener, and a process left fails every exec. The judge is the
 // gateway's: this package imports no policy.
 //
+// With the gate, the calls the profile's seccomp filter refuses (the deny
+// set, clone with namespace flags, TIOCSTI and TIOCLINUX, the socket
+// families and types the profile refuses: namedRefusals) go to the same
+// listener instead of being answered by the filter: the supervisor
+// answers each with the errno the filter would give (refusedErrno), after
+// telling the judge what was refused (ExecRequest.Refusal: the call, the
+// argument that decided it, the program and its pid), whose verdict is
+// not asked for. A request that arrives after the supervisor is gone
+// fails with ENOSYS. clone3 (ENOSYS, so libc uses clone), a proxy
+// session's unix sockets and connect without network stay plain errno
+// actions (libc makes and connects a unix socket for every user or host
+// lookup: naming them would be noise). Without the gate nothing is
+// named. Every rule on an int argument (a socket family or type, an
+// ioctl request) compares its low 32 bits: the kernel reads an int, so a
+// 64-bit comparison would let a program pass a rule by setting a high
+// bit. Departure from a plain ExecJudge: the refusals ride on the judge
+// (rather than a callback of their own) so that no caller's type changes.
+//
 // Known limits of the gate, written down: what it reads of a process's
 // memory can be changed by another thread of it before the kernel runs
 // the exec (the sandbox stays the boundary); a copy of a system program
 // that differs by a byte is not recognised; a process of another
 // architecture is killed; an argv over the limits is refused.
+//
+// # Landlock's denials
+//
+// From ABI 7 the launcher makes its domain with
+// LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON, so the kernel logs the
+// program's denials through the audit subsystem, once the operator turns
+// auditing on (auditctl -e 1; never the gateway). LandlockAudit (root:
+// CAP_AUDIT_READ) joins the audit log's read-only multicast group
+// (AUDIT_NLGRP_READLOG: it reads beside auditd), keeps only messages the
+// kernel sent, and hands each AUDIT_LANDLOCK_ACCESS record to the launch
+// whose launcher made its domain (the AUDIT_LANDLOCK_DOMAIN record's pid);
+// other domains' denials are dropped. Sync sends an AUDIT_TRUSTED_APP
+// mark of its own and waits for it to come back, so that every record
+// logged before it has been read. Every record is outside input
+// (FuzzParseAuditMessages).
 //
 // # How paths are resolved
 //

@@ -69,6 +69,13 @@ func gateExecs(s Spec) error {
 			return fmt.Errorf("exec gate: %s: %v", name, err)
 		}
 	}
+	if !s.Unconfined {
+		// The calls the profile refuses come here too, to be named
+		// (refuse_linux.go); applySeccomp left them out of its filter.
+		if err := addRefusals(f, s, func(string) seccomp.ScmpAction { return seccomp.ActNotify }); err != nil {
+			return fmt.Errorf("exec gate: %v", err)
+		}
+	}
 	if !(s.Unconfined && hasEffectiveCap(unix.CAP_SYS_ADMIN)) {
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 			return fmt.Errorf("exec gate: no_new_privs: %v", err)

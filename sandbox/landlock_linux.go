@@ -127,6 +127,14 @@ func applyLandlock(s Spec, grants []openedGrant) error {
 	if abi < s.RequiredABI() && !s.BestEffort {
 		return fmt.Errorf("this kernel's Landlock ABI is %d; confined sessions need %d (run termgate sandbox check; --sandbox=best-effort runs degraded)", abi, s.RequiredABI())
 	}
+	// From ABI 7 the domain's denials are logged after the exec too, so
+	// that a gateway reading the kernel's audit records can name them
+	// (landlockaudit_linux.go); the kernel logs nothing unless the
+	// operator turned auditing on.
+	var flags uint32
+	if abi >= 7 {
+		flags = unix.LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
+	}
 	abi = min(abi, MinABI)
 	if abi < 1 {
 		return nil // best effort, and nothing to enforce with
@@ -159,7 +167,7 @@ func applyLandlock(s Spec, grants []openedGrant) error {
 			}
 		}
 	}
-	if err := ll.LandlockRestrictSelf(rfd, 0); err != nil {
+	if err := ll.LandlockRestrictSelf(rfd, flags); err != nil {
 		return fmt.Errorf("landlock: %v", err)
 	}
 	return nil

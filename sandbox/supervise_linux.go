@@ -40,6 +40,10 @@ type ExecRequest struct {
 	// Unreadable, when set, says why the request could not be read
 	// whole (argv too large, memory unreadable): the judge must refuse.
 	Unreadable error
+	// Refusal, when set, is not an exec but a call the profile's seccomp
+	// filter refused (refuse_linux.go): the judge is told of it, and its
+	// verdict is not asked for (the call fails with its errno).
+	Refusal *SyscallRefusal
 	// Environ reads the environment the exec passes (envp), on demand:
 	// only while the judge runs (nil after, and for an Ask), and nil when
 	// it cannot be read whole.
@@ -214,6 +218,10 @@ func (s *supervisor) receive() (*seccomp.ScmpNotifReq, bool) {
 
 // handle reads, judges and answers one request.
 func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
+	if !isExec(req) {
+		s.refuse(req) // a call the profile refuses: named, then refused
+		return
+	}
 	r, mem, errno := s.read(req)
 	if mem != nil {
 		var envAddr uint64

@@ -68,24 +68,34 @@ type GateConnect struct {
 type Refusal struct {
 	Access      string `json:"access" jsonschema:"what was refused: connect, file (any access: nothing grants it) or write (the file is granted read-only)"`
 	Destination string `json:"destination,omitempty" jsonschema:"host:port as the program asked for it"`
-	Path        string `json:"path,omitempty" jsonschema:"the file a program's permission error names, which the profile does not grant"`
+	Path        string `json:"path,omitempty" jsonschema:"the file refused: named by Landlock's audit record, or by a program's permission error and checked against the profile"`
+	Syscall     string `json:"syscall,omitempty" jsonschema:"the system call the profile refused, with the argument that decided it: socket(AF_INET SOCK_DGRAM), ioctl(TIOCSTI), ptrace"`
 	Address     string `json:"address,omitempty" jsonschema:"the address it resolved to, when that was what was refused"`
 	Program     string `json:"program,omitempty" jsonschema:"the program that asked"`
 	Profile     string `json:"profile" jsonschema:"the session's sandbox profile"`
 	Rule        string `json:"rule" jsonschema:"the rule that refused it"`
 	Reason      string `json:"reason" jsonschema:"why"`
+	Source      string `json:"source,omitempty" jsonschema:"how it is known: seccomp (a system call the profile refused, named as it happened), landlock (the kernel's own audit record of the denial), output (read from the program's own error); none for the egress proxy's refusals"`
+	Count       int    `json:"count,omitempty" jsonschema:"how many times it was refused during the call, when more than once"`
+	Pid         int    `json:"pid,omitempty" jsonschema:"the process that asked (the first, when refused more than once)"`
 	// hint is for the agent's result text only (a one-time token in
 	// --confirm-mode=agent): never in String, the audit log or the JSON.
 	hint string
 }
 
 func (r Refusal) String() string {
-	s := r.Access + " " + r.Destination + r.Path
+	s := r.Access + " " + r.Destination + r.Path + r.Syscall
 	if r.Address != "" {
 		s += " (" + r.Address + ")"
 	}
 	if r.Program != "" {
 		s += " by " + r.Program
+	}
+	if r.Count > 1 {
+		s += fmt.Sprintf(" (%d times)", r.Count)
+	}
+	if r.Source != "" {
+		s += " [" + r.Source + "]"
 	}
 	return fmt.Sprintf("%s, profile %s: %s: %s", s, r.Profile, r.Rule, r.Reason)
 }

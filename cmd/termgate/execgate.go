@@ -63,6 +63,7 @@ type gateSession struct {
 	line      string      // the last input judged for it
 	confirmed bool        // a human confirmed line
 	asking    bool        // a question about one of its execs is open
+	sys       sysRefusals // calls seccomp refused with no call in flight, for the next one
 }
 
 // gateCall is a call in flight on a session: the channel a confirmation
@@ -74,6 +75,7 @@ type gateCall struct {
 
 	mu      sync.Mutex
 	refused []execRefusal
+	sys     sysRefusals // the calls seccomp refused (sysrefused.go)
 }
 
 // execRefusal is an exec the gate refused while a call was in flight.
@@ -286,6 +288,11 @@ func (x *execGate) state(id string) gateState {
 func (x *execGate) judge(state func() gateState) sandbox.ExecJudge {
 	return func(ctx context.Context, r *sandbox.ExecRequest) sandbox.ExecVerdict {
 		st := state()
+		if r.Refusal != nil {
+			// Not an exec: a call the profile refused, already answered.
+			x.sysRefused(st, r.Refusal)
+			return sandbox.ExecVerdict{}
+		}
 		gin := GateInput{
 			Action: "exec", Program: r.Program, Client: st.client,
 			Session: &GateRef{ID: st.ref.ID, Name: st.ref.Name, Argv: st.ref.Argv, Cwd: st.ref.Cwd, Profile: st.ref.Profile, Confined: st.ref.Confined},

@@ -284,6 +284,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(
 	if gw.egress, err = newEgressGate(gw, hosts); err != nil {
 		return nil, nil, nil, err
 	}
+	gw.landlock = newLandlockGate(gw)
 	return gw, auditor, engine, nil
 }
 
@@ -302,8 +303,9 @@ type gateway struct {
 	getenv    func(string) string
 	protected []string // the gateway's own files: no session reaches them
 	confirmer *humanConfirmer
-	gate      *execGate   // the exec gate; nil with --exec-gate=off
-	egress    *egressGate // the egress proxy's judge; nil: no proxy sessions
+	gate      *execGate     // the exec gate; nil with --exec-gate=off
+	egress    *egressGate   // the egress proxy's judge; nil: no proxy sessions
+	landlock  *landlockGate // Landlock's denials read from the kernel's audit (landlockrefused.go); nil: inferred only
 
 	// ends counts the watchers that record each session's end.
 	ends sync.WaitGroup
@@ -363,6 +365,7 @@ func (g *gateway) shutdown() error {
 	err := g.mgr.Shutdown(ctx)
 	g.ends.Wait()
 	g.gate.stop() // every session's execs are recorded
+	g.landlock.close()
 	if g.egress != nil {
 		g.egress.close() // every session's proxy is gone with its session; this is the rest
 	}

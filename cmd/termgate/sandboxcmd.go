@@ -144,7 +144,12 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 // human through (the command has the terminal): what the policy wants
 // confirmed is refused. Each refusal is told on stderr.
 func runJudge(engine *policy.Engine, gw policy.Gateway, mode, home string, stderr io.Writer) sandbox.ExecJudge {
+	told := newRefusalTeller(stderr)
 	return func(ctx context.Context, r *sandbox.ExecRequest) sandbox.ExecVerdict {
+		if r.Refusal != nil {
+			told.tell(r.Refusal) // a call seccomp refused, already answered
+			return sandbox.ExecVerdict{}
+		}
 		if r.Launcher {
 			return sandbox.ExecVerdict{Allow: true}
 		}

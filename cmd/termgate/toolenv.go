@@ -156,7 +156,7 @@ func (g *gateway) fileRefusals(s *session.Session, output string) []Refusal {
 	profile := s.Sandbox().Profile
 	var out []Refusal
 	for _, f := range found {
-		r := Refusal{Access: f.Access, Path: g.redactIn(s, f.Path), Profile: profile, Rule: "sandbox.file"}
+		r := Refusal{Access: f.Access, Path: g.redactIn(s, f.Path), Profile: profile, Rule: "sandbox.file", Source: "output"}
 		switch {
 		case f.Access == "write":
 			r.Reason = "the profile grants it read-only"

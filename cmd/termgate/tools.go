@@ -565,6 +565,7 @@ func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, an
 		return nil, session.Result{}, Acted{}, fmt.Errorf("session not started: its recording could not be made: %w", tapErr)
 	}
 	g.gate.opened(s, envValue(env, "HOME"), gin.Client, gin.Text, confirmedDecision(d))
+	unwatch := g.landlock.watch(s)
 	ctx, endCall := g.gate.begin(ctx, s.ID(), req)
 	defer endCall()
 	recording := ""
@@ -574,12 +575,14 @@ func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, an
 	}
 	if err := g.stages.record(ctx, AuditEvent{Kind: KindSessionStart, Input: gin, Session: g.sessionFacts(s, recording)}); err != nil {
 		_ = g.mgr.Close(ctx, s.ID())
+		unwatch()
 		return nil, session.Result{}, Acted{}, fmt.Errorf("%w: the audit log could not record the session's start (%v); it was closed", ErrRefused, err)
 	}
 	g.ends.Add(1)
 	go func() {
 		defer g.ends.Done()
 		<-s.Done()
+		unwatch()
 		g.egress.end(l.egress)
 		g.gate.closed(s.ID())
 		if tap != nil {
@@ -613,6 +616,12 @@ func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, an
 	}
 	a := Acted{Output: r.Output, Completion: string(r.Completion), Summary: "session " + s.ID() + " started", Redact: g.redactorOf(s)}
 	g.afterEgress(ctx, gin, &a)
+	a.Refused = append(a.Refused, g.gate.sysRefusals(ctx, s.ID(), profile)...)
+	// What Landlock refused the startup files goes to the server log: a
+	// quiet start (startupOutput).
+	for _, r := range g.landlock.refusals(ctx, s, false) {
+		g.log.Info("session start: Landlock refused", "session", s.ID(), "refusal", r.String())
+	}
 	if a.Ask != nil {
 		_ = g.mgr.Close(ctx, s.ID())
 	}
@@ -823,9 +832,11 @@ func (g *gateway) sessionCall(ctx context.Context, req *mcp.CallToolRequest, s *
 			Cap: func(text string) (string, bool, *readCall) { return g.capResult(s, r, text, maxOut) },
 		}
 		g.afterEgress(ctx, gin, &a)
-		// The files the program says it was refused and the profile does
-		// not grant (read from its redacted output).
-		a.Refused = append(a.Refused, g.fileRefusals(s, g.redactIn(s, r.Output))...)
+		// What the sandbox refused: Landlock's records where the kernel
+		// audits, the files the program says it was refused and the
+		// profile does not grant (read from its redacted output), the
+		// calls seccomp refused (landlockrefused.go).
+		a.Refused = append(a.Refused, g.sandboxRefusals(ctx, s, g.redactIn(s, r.Output))...)
 		return a, nil
 	})
 	if o.Pending != nil {
@@ -1162,6 +1173,7 @@ func (g *gateway) sessionRead(ctx context.Context, req *mcp.CallToolRequest, in 
 		if g.afterEgress(ctx, bind, &a); a.Ask != nil {
 			return a.Ask, out, nil
 		}
+		a.Refused = append(a.Refused, g.sandboxRefusals(ctx, s, g.redactIn(s, r.Output))...)
 		out.ioOut = g.ioOut(s, r, g.stages.Show(a), nil)
 		out.ioOut.ExecRefused = refusalsOf(ctx)
 		return textResult(out.ioOut.text()), out, nil
@@ -1468,6 +1480,9 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 			},
 		}
 		g.afterEgress(ctx, gin, &a) // an approval runs the command again
+		if sb != nil {
+			a.Refused = append(a.Refused, call.sysRefusals(sb.Profile)...)
+		}
 		return a, nil
 	})
 	if o.Pending != nil {

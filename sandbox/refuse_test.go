@@ -1,0 +1,150 @@
+package sandbox
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// refusedScript makes raw calls the profile refuses, and prints each
+// one's result and errno: "name ret errno". A socket family with a high
+// bit set is AF_VSOCK to the kernel, which reads an int.
+const refusedScript = `
+sub show { my ($n, $r) = @_; my $e = $r < 0 ? $!+0 : 0; printf "%s %d %d\n", $n, $r, $e; }
+my $c = "x";
+show("vsock", syscall(41, 40, 1, 0));
+show("vsockhigh", syscall(41, 0x100000028, 1, 0));
+show("tiocsti", syscall(16, 0, 0x5412, $c));
+show("tiocstihigh", syscall(16, 0, 0x700005412, $c));
+show("ptrace", syscall(101, 0, 0, 0, 0));
+show("keyctl", syscall(250, 0, 0, 0, 0));
+`
+
+// refusedResults parses refusedScript's output: errno by call.
+func refusedResults(t *testing.T, out string) map[string]syscall.Errno {
+	t.Helper()
+	got := map[string]syscall.Errno{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var name string
+		var ret, errno int
+		if _, err := fmt.Sscan(line, &name, &ret, &errno); err != nil {
+			t.Fatalf("output %q", out)
+		}
+		if ret >= 0 {
+			t.Errorf("%s succeeded (%d) in a confined session", name, ret)
+		}
+		got[name] = syscall.Errno(errno)
+	}
+	return got
+}
+
+var wantErrno = map[string]syscall.Errno{
+	"vsock": unix.EACCES, "vsockhigh": unix.EACCES, "tiocsti": unix.EPERM, "tiocstihigh": unix.EPERM,
+	"ptrace": unix.EPERM, "keyctl": unix.EPERM,
+}
+
+// TestSeccompRefusalsNamed: with the exec gate, the calls the profile
+// refuses fail with the very errno the filter gives without it, and the
+// judge is told each one: the call, the argument that decided it, the
+// program and its pid. A family or request with high bits set is
+// refused too (the kernel reads an int).
+func TestSeccompRefusalsNamed(t *testing.T) {
+	needGate(t)
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("no perl to make raw calls")
+	}
+	for _, network := range []string{"none", "any"} {
+		t.Run(network, func(t *testing.T) {
+			l := newLayout(t)
+			s := testSpec(t, l)
+			s.Network = network
+			s.Argv = []string{"/usr/bin/perl", "-e", refusedScript}
+			out, err := launch(t, s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain := refusedResults(t, out)
+
+			rc := &recorder{}
+			out, werr, reqs := gatedSpec(t, s, rc)
+			if werr != nil {
+				t.Fatalf("%v: %s", werr, out)
+			}
+			named := refusedResults(t, out)
+			for name, want := range wantErrno {
+				if plain[name] != want || named[name] != want {
+					t.Errorf("%s: errno %v without the gate, %v with it; want %v", name, plain[name], named[name], want)
+				}
+			}
+			var refusals []SyscallRefusal
+			for _, r := range reqs {
+				if r.Refusal != nil {
+					refusals = append(refusals, *r.Refusal)
+				}
+			}
+			want := []string{"socket(AF_VSOCK SOCK_STREAM)", "socket(AF_VSOCK SOCK_STREAM)", "ioctl(TIOCSTI)", "ioctl(TIOCSTI)", "ptrace", "keyctl"}
+			if len(refusals) != len(want) {
+				t.Fatalf("refusals %+v, want %q", refusals, want)
+			}
+			for i, r := range refusals {
+				if r.String() != want[i] || r.Program != "perl" || r.Pid <= 0 || r.Reason == "" || r.Errno != wantErrno[strings.Fields(refusedOrder[i])[0]] {
+					t.Errorf("refusal %d: %+v (%s), want %s by perl", i, r, r, want[i])
+				}
+			}
+		})
+	}
+}
+
+// refusedOrder is refusedScript's calls in order.
+var refusedOrder = []string{"vsock", "vsockhigh", "tiocsti", "tiocstihigh", "ptrace", "keyctl"}
+
+// gatedSpec runs spec under the exec gate: its output, its exit error,
+// and what the judge saw.
+func gatedSpec(t *testing.T, s Spec, rc *recorder) (string, error, []ExecRequest) {
+	t.Helper()
+	cmd := exec.Command("/bin/false")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	launch, err := Start(cmd, s, Options{Name: cgroupName(t), Judge: rc.judge, GateMode: "enforce"}, cmd.Start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	werr := cmd.Wait()
+	if err := launch.End(); err != nil {
+		t.Errorf("End: %v", err)
+	}
+	return out.String(), werr, rc.requests()
+}
+
+// TestDescribeRefusal names arguments as the kernel reads them.
+func TestDescribeRefusal(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []uint64
+		want string
+	}{
+		{"socket", []uint64{0x100000002, 0x80002, 0}, "socket(AF_INET SOCK_DGRAM)"},
+		{"socket", []uint64{1, 5}, "socket(AF_UNIX SOCK_SEQPACKET)"},
+		{"socket", []uint64{77, 99}, "socket(family 77 SOCK_RAW)"},
+		{"ioctl", []uint64{0, 0xff00005412}, "ioctl(TIOCSTI)"},
+		{"clone", []uint64{unix.CLONE_NEWUSER | unix.CLONE_NEWNET | 0x11}, "clone(CLONE_NEWUSER|CLONE_NEWNET)"},
+		{"mount", nil, "mount"},
+		{"socket", nil, "socket(AF_UNSPEC? type 0)"},
+	} {
+		got := describeRefusal(c.name, c.args)
+		if c.name == "socket" && c.args == nil {
+			// No arguments at all: still named, never a panic.
+			if got.Syscall != "socket" || got.Reason == "" {
+				t.Errorf("%v: %+v", c.args, got)
+			}
+			continue
+		}
+		if got.String() != c.want || got.Reason == "" {
+			t.Errorf("%s %x: %q (%s), want %q", c.name, c.args, got, got.Reason, c.want)
+		}
+	}
+}
