@@ -25,8 +25,10 @@ import (
 //     byte until more text completes it (it is masked) or breaks it (it
 //     goes out as it is), however long that takes; held past MaxHold
 //     bytes, it goes out masked, and so does the rest of it;
-//   - an unfinished escape sequence, and a \r that may begin a \r\n (until
-//     the next write, or the idle time).
+//   - an unfinished escape sequence (until the next write, or the idle
+//     time), and a \r that may begin a \r\n (until the next write, or
+//     Close: a \r\n cut by a pause, or by a prompt's Flush, is a line
+//     end still, or a key's value on the next line would go out in clear).
 //
 // A line inside a private-key block goes out masked as it comes, whole or
 // in parts.
@@ -393,9 +395,10 @@ func (s *Stream) rawOf(p int) int {
 
 // flush emits what mode lets go.
 func (s *Stream) flush(mode flushMode) {
-	if mode >= modeIdle {
-		s.parse(true) // a \r at the end waits for a \n no longer
-	}
+	// A \r at the end waits for the next byte until Close: read as a
+	// bare \r, it would stay in the text before a \n that comes later,
+	// and split a key from its value on the next line for the rules.
+	s.parse(mode >= modeClose)
 	limit := s.parsed
 	if s.state != stGround && mode < modeClose {
 		limit = s.escAt

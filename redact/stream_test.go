@@ -328,20 +328,51 @@ func TestEmptyWriteKeepsBlocks(t *testing.T) {
 	}
 }
 
-// TestCarriageReturnWaitsOnlyForIdle: a \r at the end of a write waits for
-// a \n that would make it a line end, until the idle time at most.
-func TestCarriageReturnWaitsOnlyForIdle(t *testing.T) {
+// TestCarriageReturnWaitsForTheNextByte: a \r at the end of a write
+// waits for the byte that tells whether it ends a line (\r\n), past the
+// idle time and a Flush; the next write or Close lets it go. Released
+// at the idle time, it was read as a bare \r: a \n after a pause then
+// left it in the text, between a key and its value on the next line,
+// and the value went out in clear (found by FuzzStream).
+func TestCarriageReturnWaitsForTheNextByte(t *testing.T) {
 	e := testEngine(t)
 	var k sink
 	clock := &fakeClock{}
 	s := e.NewStreamWith(k.emit, StreamOptions{Clock: clock})
-	defer s.Close()
 	s.Write([]byte("downloading 45%\r"))
 	if got := k.String(); got != "downloading 45%" {
 		t.Fatalf("before idle: %q", got)
 	}
 	clock.Advance(DefaultIdle)
-	if got := k.String(); got != "downloading 45%\r" {
-		t.Fatalf("after idle: %q", got)
+	s.Flush()
+	if got := k.String(); got != "downloading 45%" {
+		t.Fatalf("after idle and a flush: %q", got)
+	}
+	s.Write([]byte("downloading 46%"))
+	if got := k.String(); got != "downloading 45%\rdownloading 46%" {
+		t.Fatalf("after the next write: %q", got)
+	}
+	s.Write([]byte("\r"))
+	s.Close()
+	if got := k.String(); got != "downloading 45%\rdownloading 46%\r" {
+		t.Fatalf("after Close: %q", got)
+	}
+
+	// A key, its line end cut by pauses, and its value on the next line.
+	v := rnd(rand.New(rand.NewPCG(5, 6)), "abcdefghijklmnopqrstuvwxyz0123456789", 32)
+	for _, flush := range []bool{false, true} {
+		var k sink
+		clock := &fakeClock{}
+		s := e.NewStreamWith(k.emit, StreamOptions{Clock: clock})
+		s.Write([]byte("\n<adafruitToken>\r"))
+		clock.Advance(DefaultIdle)
+		if flush {
+			s.Flush()
+		}
+		s.Write([]byte("\n    " + v + "\r\n</adafruitToken>\r\n"))
+		s.Close()
+		if w := leaks(k.String(), []string{v}); w != "" {
+			t.Fatalf("flush %v: %q came out of %q", flush, w, k.String())
+		}
 	}
 }
