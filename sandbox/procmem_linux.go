@@ -229,19 +229,10 @@ func readlinkFd(fd int) (string, error) {
 // the launch's tree (reparented to init) has its chain up to the first
 // process outside. leaderName names the leader.
 //
-// An exec costs the gateway these reads: /proc/PID/stat is read for the
-// parent and the thread count (a process of one thread is its own thread
-// group: /proc/PID/status, which the kernel makes far more slowly, is read
-// only for a thread of a process with others), and each process's
+// An exec costs the gateway processIDs' reads and each process's
 // executable link.
 func parents(tid, leader int, leaderName func() string) (chain []string, pid, ppid int) {
-	st, ok := readStat(tid)
-	pid, ppid = tid, st.ppid
-	if ok && st.threads != 1 {
-		if p, pp := taskIDs(tid); p != 0 {
-			pid, ppid = p, pp
-		}
-	}
+	pid, ppid = processIDs(tid)
 	if pid == leader {
 		return []string{leaderName()}, pid, ppid
 	}
@@ -257,6 +248,23 @@ func parents(tid, leader int, leaderName func() string) (chain []string, pid, pp
 		chain[i], chain[j] = chain[j], chain[i]
 	}
 	return chain, pid, ppid
+}
+
+// processIDs returns task tid's process (its thread group; tid when it
+// cannot be read) and that process's parent. /proc/PID/stat gives the
+// parent and the thread count: a process of one thread is its own thread
+// group (a leader that exited before its other threads still counts), so
+// /proc/PID/status, which the kernel makes far more slowly, is read only
+// for a thread of a process with others.
+func processIDs(tid int) (pid, ppid int) {
+	st, ok := readStat(tid)
+	pid, ppid = tid, st.ppid
+	if ok && st.threads != 1 {
+		if p, pp := taskIDs(tid); p != 0 {
+			pid, ppid = p, pp
+		}
+	}
+	return pid, ppid
 }
 
 // taskIDs reads a task's process id (Tgid) and its parent's (PPid) from

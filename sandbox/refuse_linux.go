@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -51,7 +50,7 @@ func isExec(req *seccomp.ScmpNotifReq) bool {
 }
 
 // refuse answers a refused call with its errno, after telling the judge.
-// Reading what it names costs a readlink and two /proc reads; the judge
+// Reading what it names costs processIDs' reads and a readlink; the judge
 // is told before the answer, so that what the process prints about its
 // failure cannot reach a call's result before the refusal does.
 func (s *supervisor) refuse(req *seccomp.ScmpNotifReq) {
@@ -64,8 +63,8 @@ func (s *supervisor) refuse(req *seccomp.ScmpNotifReq) {
 	r := describeRefusal(name, req.Data.Args)
 	r.Errno = errno
 	tid := int(req.Pid)
-	r.Pid = tgidOf(tid)
-	r.Program = programOf(tid)
+	r.Pid, _ = processIDs(tid)
+	r.Program = exeName(tid)
 	if !s.valid(req.ID) {
 		return // gone: its pid may be another's already
 	}
@@ -176,39 +175,4 @@ func cloneNamespaces(flags uint64) string {
 		}
 	}
 	return strings.Join(names, "|")
-}
-
-// tgidOf is the thread group (process) of task tid, from its status; tid
-// itself when it cannot be read.
-func tgidOf(tid int) int {
-	b := make([]byte, 1024)
-	fd, err := unix.Open(procPath(tid, "status"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return tid
-	}
-	n, _ := unix.Read(fd, b)
-	unix.Close(fd)
-	if n <= 0 {
-		return tid
-	}
-	for _, line := range strings.Split(string(b[:n]), "\n") {
-		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
-			var pid int
-			if _, err := fmt.Sscan(strings.TrimSpace(v), &pid); err == nil && pid > 0 {
-				return pid
-			}
-		}
-	}
-	return tid
-}
-
-// programOf is the base name of task tid's executable ("?" when it
-// cannot be read).
-func programOf(tid int) string {
-	var buf [unix.PathMax]byte
-	n, err := unix.Readlink(procPath(tid, "exe"), buf[:])
-	if err != nil {
-		return "?"
-	}
-	return filepath.Base(strings.TrimSuffix(string(buf[:n]), " (deleted)"))
 }
