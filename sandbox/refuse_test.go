@@ -70,7 +70,7 @@ func TestSeccompRefusalsNamed(t *testing.T) {
 			plain := refusedResults(t, out)
 
 			rc := &recorder{}
-			out, werr, reqs := gatedSpec(t, s, rc)
+			out, werr, reqs, _ := gatedSpec(t, s, rc)
 			if werr != nil {
 				t.Fatalf("%v: %s", werr, out)
 			}
@@ -101,24 +101,6 @@ func TestSeccompRefusalsNamed(t *testing.T) {
 
 // refusedOrder is refusedScript's calls in order.
 var refusedOrder = []string{"vsock", "vsockhigh", "tiocsti", "tiocstihigh", "ptrace", "keyctl"}
-
-// gatedSpec runs spec under the exec gate: its output, its exit error,
-// and what the judge saw.
-func gatedSpec(t *testing.T, s Spec, rc *recorder) (string, error, []ExecRequest) {
-	t.Helper()
-	cmd := exec.Command("/bin/false")
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	launch, err := Start(cmd, s, Options{Name: cgroupName(t), Judge: rc.judge, GateMode: "enforce"}, cmd.Start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	werr := cmd.Wait()
-	if err := launch.End(); err != nil {
-		t.Errorf("End: %v", err)
-	}
-	return out.String(), werr, rc.requests()
-}
 
 // TestDescribeRefusal names arguments as the kernel reads them.
 func TestDescribeRefusal(t *testing.T) {

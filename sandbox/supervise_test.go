@@ -73,6 +73,14 @@ func gated(t *testing.T, unconfined bool, rc *recorder, argv ...string) (string,
 		s = testSpec(t, l)
 	}
 	s.Argv, s.Dir, s.Env = argv, l.project, []string{"PATH=/usr/bin:/bin"}
+	out, werr, reqs, _ := gatedSpec(t, s, rc)
+	return out, werr, reqs
+}
+
+// gatedSpec runs spec s under the exec gate (enforce), judged by rc: its
+// output, its exit error, what the judge saw, and the launch's status.
+func gatedSpec(t *testing.T, s Spec, rc *recorder) (string, error, []ExecRequest, Status) {
+	t.Helper()
 	cmd := exec.Command("/bin/false")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -80,14 +88,15 @@ func gated(t *testing.T, unconfined bool, rc *recorder, argv ...string) (string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := launch.Status().ExecGate; got != "enforce" {
-		t.Errorf("status exec gate = %q", got)
+	st := launch.Status()
+	if st.ExecGate != "enforce" {
+		t.Errorf("status exec gate = %q", st.ExecGate)
 	}
 	werr := cmd.Wait()
 	if err := launch.End(); err != nil {
 		t.Errorf("End: %v", err)
 	}
-	return out.String(), werr, rc.requests()
+	return out.String(), werr, rc.requests(), st
 }
 
 func find(reqs []ExecRequest, program string) (ExecRequest, bool) {
@@ -384,25 +393,13 @@ func TestExecGateInAProxySession(t *testing.T) {
 	l := newLayout(t)
 	s, _ := proxySpec(t, l, e, fmt.Sprintf("curl -sS --max-time 20 http://allowed.test:%d/; echo; /bin/echo gate-saw-me", port))
 	rc := &recorder{}
-	cmd := exec.Command("/bin/false")
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	launch, err := Start(cmd, s, Options{Name: cgroupName(t), Judge: rc.judge, GateMode: "enforce", Programs: NewProgramIndex(SystemProgramDirs())}, cmd.Start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := launch.Status()
-	werr := cmd.Wait()
-	if err := launch.End(); err != nil {
-		t.Errorf("End: %v", err)
-	}
-	if werr != nil || !strings.Contains(out.String(), "hello through the proxy") || !strings.Contains(out.String(), "gate-saw-me") {
-		t.Fatalf("exit %v, output %q", werr, out.String())
+	out, werr, reqs, st := gatedSpec(t, s, rc)
+	if werr != nil || !strings.Contains(out, "hello through the proxy") || !strings.Contains(out, "gate-saw-me") {
+		t.Fatalf("exit %v, output %q", werr, out)
 	}
 	if st.ExecGate != "enforce" || st.Network == "" {
 		t.Fatalf("status %+v", st)
 	}
-	reqs := rc.requests()
 	if _, ok := find(reqs, "curl"); !ok {
 		t.Fatalf("the gate did not judge curl: %+v", reqs)
 	}
