@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/open-policy-agent/opa/v1/util/channel"
 )
 
 // TestResult is the outcome of one Rego test.
@@ -17,8 +19,14 @@ type TestResult struct {
 	Error string
 }
 
+// testTimeout bounds one Rego test. OPA's runner defaults to 5 s, which
+// a test that judges a whole table of inputs can pass on a loaded machine
+// (and under the race detector); the caller's ctx bounds the whole run.
+const testTimeout = time.Minute
+
 // RunTests runs a bundle's Rego tests (test_* rules, usually in
-// *_test.rego) with OPA's test runner, as `opa test` does.
+// *_test.rego) with OPA's test runner, as `opa test` does, each test
+// bounded by testTimeout.
 func RunTests(ctx context.Context, src Source) ([]TestResult, error) {
 	dir := src.Dir
 	if dir == "" {
@@ -32,10 +40,15 @@ func RunTests(ctx context.Context, src Source) ([]TestResult, error) {
 		}
 		dir = tmp
 	}
-	results, err := tester.Run(ctx, dir)
+	modules, store, err := tester.Load([]string{dir}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("loading the policy tests: %w", err)
+	}
+	ch, err := tester.NewRunner().SetStore(store).SetTimeout(testTimeout).Run(ctx, modules)
 	if err != nil {
 		return nil, fmt.Errorf("running the policy tests: %w", err)
 	}
+	results := channel.Collect(ch)
 	out := make([]TestResult, 0, len(results))
 	for _, r := range results {
 		tr := TestResult{Name: r.Package + "." + r.Name, Pass: r.Pass()}
