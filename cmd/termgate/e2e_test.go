@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 type lockedWriter struct {
@@ -256,16 +258,22 @@ func TestConcurrentSessions(t *testing.T) {
 	s := startServer(t)
 	const n = 10
 	ids := make([]string, n)
-	for i := range ids {
+	for i := 1; i < n; i++ {
 		ids[i] = s.start(nil)
 	}
-	// A slow call on one session must not hold the others.
-	slowDone := make(chan time.Time, 1)
+	// A call on one session that cannot end before the others have (it
+	// waits for a file the test makes only after them) must not hold them.
+	dir := t.TempDir()
+	ids[0] = s.start(map[string]any{"cwd": dir}) // a directory the session may write
+	started, release := filepath.Join(dir, "started"), filepath.Join(dir, "go")
+	slow := make(chan *mcp.CallToolResult, 1)
 	go func() {
-		s.call("session_send", map[string]any{"session_id": ids[0], "text": "sleep 2; echo slow"})
-		slowDone <- time.Now()
+		slow <- s.call("session_send", map[string]any{"session_id": ids[0], "text": "touch " + started + "; while [ ! -e " + release + " ]; do sleep 0.01; done; echo slow", "timeout_ms": 120000})
 	}()
-	time.Sleep(100 * time.Millisecond)
+	eventually(t, time.Minute, "the slow call runs", func() bool {
+		_, err := os.Stat(started)
+		return err == nil
+	})
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := 1; i < n; i++ {
@@ -283,19 +291,19 @@ func TestConcurrentSessions(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	fastDone := time.Now()
 	close(errs)
 	for err := range errs {
 		t.Error(err)
 	}
 	select {
-	case at := <-slowDone:
-		t.Fatalf("the other sessions finished after the slow call (%v vs %v): a slow call blocked them", fastDone, at)
+	case r := <-slow:
+		t.Fatalf("the slow call ended before it was released: %v", r)
 	default:
 	}
-	if at := <-slowDone; at.Before(fastDone) {
-		t.Fatal("ordering check is void")
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
+	wantOutput(t, structured(t, <-slow), "slow")
 	list := s.ok("session_list", nil)
 	if got := len(list["sessions"].([]any)); got != n {
 		t.Fatalf("session_list has %d sessions, want %d", got, n)
