@@ -380,6 +380,42 @@ func inputPending(fd uintptr) (int, error) {
 	return unix.IoctlGetInt(slave, unix.TIOCINQ)
 }
 
+// outputPending returns how many bytes the program wrote to the terminal
+// whose master is fd that the master has not read yet. What a program
+// writes goes through the master's flip buffer as typed bytes go through
+// the slave's (see inputPending): until the worker moves it, TIOCINQ on
+// the master says 0 though the program printed, and went back to read,
+// long ago. poll on the master moves it first. (The session's reader
+// waits on the same descriptor; poll takes nothing from it.)
+func outputPending(fd uintptr) (int, error) {
+	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+	return unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+}
+
+// readingTerminal reports whether the foreground process group of the
+// terminal whose master is fd is blocked with every byte typed taken in,
+// and all it printed before it blocked is in the master's queue: once it
+// is not there either, the session's reader has it. The order of the
+// looks matters. Every typed byte taken in, then the group asleep: it
+// went back to wait after it read them (or a sleep of its own began
+// before it read anything, and then the bytes would still be there).
+// Then its output: anything it printed before it went to sleep was
+// written by then, and is in the master's queue unless the reader took
+// it. Looked at in another order, a program could read the line, print
+// its echo and answer, and block again between the looks, and a stale
+// screen would pass for the program's reply.
+func readingTerminal(fd uintptr) bool {
+	if n, err := inputPending(fd); err != nil || n != 0 {
+		return false
+	}
+	pgid, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
+	if err != nil || !asleep(pgid) {
+		return false
+	}
+	n, err := outputPending(fd)
+	return err == nil && n == 0
+}
+
 // asleep reports whether a process group is blocked (state S): none of
 // its processes is still working on the input it read. The leader stands
 // for the group; when it has exited (a pipeline's first command), every

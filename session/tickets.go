@@ -224,9 +224,7 @@ func (s *Session) voidTickets() {
 		if err != nil || g != leader {
 			return
 		}
-		pending, err := inputPending(fd)
-		unread, err2 := unix.IoctlGetInt(int(fd), unix.TIOCINQ)
-		idle = err == nil && err2 == nil && pending == 0 && unread == 0 && asleep(leader) && waitingForInput(leader)
+		idle = readingTerminal(fd) && waitingForInput(leader)
 	})
 	if idle {
 		_ = s.tickets.void() // a failed write leaves more refused, not fewer
