@@ -416,6 +416,24 @@ func readingTerminal(fd uintptr) bool {
 	return err == nil && n == 0
 }
 
+// ttyID identifies a terminal device: the file system it lives on and
+// its inode, as stat (following /proc's links) reports them.
+type ttyID struct{ dev, ino uint64 }
+
+// terminalOf returns the identity of the slave of the terminal whose
+// master is fd.
+func terminalOf(fd uintptr) (ttyID, bool) {
+	n, err := unix.IoctlGetInt(int(fd), unix.TIOCGPTN)
+	if err != nil {
+		return ttyID{}, false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat("/dev/pts/"+strconv.Itoa(n), &st); err != nil {
+		return ttyID{}, false
+	}
+	return ttyID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true
+}
+
 // asleep reports whether a process group is blocked (state S): none of
 // its processes is still working on the input it read. The leader stands
 // for the group; when it has exited (a pipeline's first command), every
@@ -439,9 +457,16 @@ func asleep(pgid int) bool {
 // waitingForInput reports whether the foreground process pid is blocked
 // in a call that waits for input (read, poll, select, epoll): a program
 // reading its terminal, not one that sleeps, waits for a child or works.
-// /proc/PID/syscall names the call; when it cannot be read, the answer is
-// no, which judges typed input more strictly (see Status.Ahead).
-func waitingForInput(pid int) bool {
+// A read (read, readv) counts only when it reads the terminal tty: a
+// program blocked reading a pipe or a socket (bash's child waiting on a
+// pipe for its job's process group to be set up, before it runs the
+// command; a client waiting for a server) does not read what is typed,
+// whatever reads the terminal next does. Which descriptors a poll, select
+// or epoll waits on /proc does not say: those count as waiting for input.
+// /proc/PID/syscall names the call; when it (or the descriptor read)
+// cannot be read, the answer is no, which judges typed input more
+// strictly (see Status.Ahead).
+func waitingForInput(pid int, tty ttyID) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
 	if err != nil {
 		return false
@@ -455,8 +480,24 @@ func waitingForInput(pid int) bool {
 		return false
 	}
 	switch nr {
-	case unix.SYS_READ, unix.SYS_READV, unix.SYS_PSELECT6, unix.SYS_PPOLL, unix.SYS_EPOLL_PWAIT:
+	case unix.SYS_READ, unix.SYS_READV:
+		return len(f) > 1 && readsTerminal(pid, f[1], tty)
+	case unix.SYS_PSELECT6, unix.SYS_PPOLL, unix.SYS_EPOLL_PWAIT:
 		return true
 	}
 	return waitSyscall(nr)
+}
+
+// readsTerminal reports whether descriptor fd (as /proc/PID/syscall
+// writes an argument: hexadecimal) of process pid is the terminal tty.
+func readsTerminal(pid int, fd string, tty ttyID) bool {
+	n, err := strconv.ParseUint(strings.TrimPrefix(fd, "0x"), 16, 31)
+	if err != nil || tty == (ttyID{}) {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.FormatUint(n, 10), &st); err != nil {
+		return false
+	}
+	return uint64(st.Dev) == tty.dev && uint64(st.Ino) == tty.ino
 }

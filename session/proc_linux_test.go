@@ -2,7 +2,9 @@ package session
 
 import (
 	"os"
+	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -34,6 +36,73 @@ func TestOutputPendingCountsWhatWasJustWritten(t *testing.T) {
 			t.Fatalf("read %d: %d %v", i, n, err)
 		}
 	}
+}
+
+// TestWaitingForInputReadsTheTerminal: a process blocked reading its
+// terminal waits for input; one blocked reading a pipe does not (what is
+// typed goes to whatever reads the terminal next), and one asleep is not
+// waiting either.
+func TestWaitingForInputReadsTheTerminal(t *testing.T) {
+	master, slave, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	defer slave.Close()
+	tty, ok := terminalOf(master.Fd())
+	if !ok {
+		t.Fatal("the terminal's slave was not found")
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	for _, c := range []struct {
+		name  string
+		stdin *os.File
+		argv  []string
+		nr    int
+		want  bool
+	}{
+		{"terminal", slave, []string{"head", "-c1"}, unix.SYS_READ, true},
+		{"pipe", pr, []string{"head", "-c1"}, unix.SYS_READ, false},
+		{"sleep", slave, []string{"sleep", "60"}, unix.SYS_CLOCK_NANOSLEEP, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := startBlocked(t, c.stdin, c.argv, c.nr)
+			if got := waitingForInput(p.Pid, tty); got != c.want {
+				t.Fatalf("waitingForInput = %v, want %v", got, c.want)
+			}
+			if waitingForInput(p.Pid, ttyID{}) {
+				t.Fatal("waiting for an unknown terminal")
+			}
+		})
+	}
+}
+
+// startBlocked starts argv with stdin and waits until it is blocked in
+// system call nr; it is killed when the test ends.
+func startBlocked(t *testing.T, stdin *os.File, argv []string, nr int) *os.Process {
+	t.Helper()
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		t.Skipf("%s is not installed", argv[0])
+	}
+	p, err := os.StartProcess(path, argv, &os.ProcAttr{Files: []*os.File{stdin, nil, nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Kill(); p.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for !blockedIn(p.Pid, nr) {
+		if st, ok := readStat(p.Pid); !ok || st.state == 'Z' || time.Now().After(deadline) {
+			t.Fatalf("%v never blocked in system call %d", argv, nr)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return p
 }
 
 // raw turns the terminal's output processing off, so that what is

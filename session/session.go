@@ -1556,7 +1556,9 @@ func (s *Session) Status() Status {
 		st.Judged = lineEditor(prog)
 		st.ReadsLines = st.Judged || canon
 		running := s.commandRunning() || st.Busy || s.pending != nil && !s.pending.idle && !s.pending.startup && s.pending.enters > 0
-		st.Ahead = running && !waitingForInput(leaderOrNewest(pgid))
+		tty := ttyID{}
+		s.ctl(func(fd uintptr) { tty, _ = terminalOf(fd) })
+		st.Ahead = running && !waitingForInput(leaderOrNewest(pgid), tty)
 	}
 	if st.Program == "" {
 		st.Program = filepath.Base(s.spec.Argv[0])
