@@ -417,8 +417,18 @@ func readingTerminal(fd uintptr) bool {
 }
 
 // ttyID identifies a terminal device: the file system it lives on and
-// its inode, as stat (following /proc's links) reports them.
-type ttyID struct{ dev, ino uint64 }
+// its inode, as stat (following /proc's links) reports them, and its
+// device number as /proc/PID/stat writes a controlling terminal's.
+type ttyID struct {
+	dev, ino uint64
+	nr       int
+}
+
+// statTTYNr encodes a device number as /proc/PID/stat writes tty_nr.
+func statTTYNr(rdev uint64) int {
+	major, minor := uint64(unix.Major(rdev)), uint64(unix.Minor(rdev))
+	return int(minor&0xff | major<<8 | (minor&^0xff)<<12)
+}
 
 // terminalOf returns the identity of the slave of the terminal whose
 // master is fd.
@@ -431,7 +441,7 @@ func terminalOf(fd uintptr) (ttyID, bool) {
 	if err := unix.Stat("/dev/pts/"+strconv.Itoa(n), &st); err != nil {
 		return ttyID{}, false
 	}
-	return ttyID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true
+	return ttyID{dev: uint64(st.Dev), ino: uint64(st.Ino), nr: statTTYNr(uint64(st.Rdev))}, true
 }
 
 // asleep reports whether a process group is blocked (state S): none of
@@ -489,7 +499,9 @@ func waitingForInput(pid int, tty ttyID) bool {
 }
 
 // readsTerminal reports whether descriptor fd (as /proc/PID/syscall
-// writes an argument: hexadecimal) of process pid is the terminal tty.
+// writes an argument: hexadecimal) of process pid is the terminal tty:
+// the terminal itself, or /dev/tty (less, sudo and git's prompts read
+// keys there) when tty is the process's controlling terminal.
 func readsTerminal(pid int, fd string, tty ttyID) bool {
 	n, err := strconv.ParseUint(strings.TrimPrefix(fd, "0x"), 16, 31)
 	if err != nil || tty == (ttyID{}) {
@@ -499,5 +511,12 @@ func readsTerminal(pid int, fd string, tty ttyID) bool {
 	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.FormatUint(n, 10), &st); err != nil {
 		return false
 	}
-	return uint64(st.Dev) == tty.dev && uint64(st.Ino) == tty.ino
+	if uint64(st.Dev) == tty.dev && uint64(st.Ino) == tty.ino {
+		return true
+	}
+	if rdev := uint64(st.Rdev); st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(rdev) == 5 && unix.Minor(rdev) == 0 {
+		ps, ok := readStatFull(pid)
+		return ok && ps.ttyNr != 0 && ps.ttyNr == tty.nr
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,9 +40,10 @@ func TestOutputPendingCountsWhatWasJustWritten(t *testing.T) {
 }
 
 // TestWaitingForInputReadsTheTerminal: a process blocked reading its
-// terminal waits for input; one blocked reading a pipe does not (what is
-// typed goes to whatever reads the terminal next), and one asleep is not
-// waiting either.
+// terminal (its standard input, or /dev/tty when the terminal is its
+// controlling one) waits for input; one blocked reading a pipe, or
+// another terminal's /dev/tty, does not (what is typed goes to whatever
+// reads the terminal next), and one asleep is not waiting either.
 func TestWaitingForInputReadsTheTerminal(t *testing.T) {
 	master, slave, err := pty.Open()
 	if err != nil {
@@ -53,21 +55,30 @@ func TestWaitingForInputReadsTheTerminal(t *testing.T) {
 	if !ok {
 		t.Fatal("the terminal's slave was not found")
 	}
+	otherMaster, other, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer otherMaster.Close()
+	defer other.Close()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pr.Close()
 	defer pw.Close()
+	devTTY := []string{"sh", "-c", "exec head -c1 </dev/tty"}
 	for _, c := range []struct {
 		name  string
-		stdin *os.File
+		stdin *os.File // also the controlling terminal, when it is one
 		argv  []string
 		nr    int
 		want  bool
 	}{
 		{"terminal", slave, []string{"head", "-c1"}, unix.SYS_READ, true},
+		{"/dev/tty", slave, devTTY, unix.SYS_READ, true},
 		{"pipe", pr, []string{"head", "-c1"}, unix.SYS_READ, false},
+		{"another /dev/tty", other, devTTY, unix.SYS_READ, false},
 		{"sleep", slave, []string{"sleep", "60"}, unix.SYS_CLOCK_NANOSLEEP, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -82,15 +93,18 @@ func TestWaitingForInputReadsTheTerminal(t *testing.T) {
 	}
 }
 
-// startBlocked starts argv with stdin and waits until it is blocked in
-// system call nr; it is killed when the test ends.
+// startBlocked starts argv in a session of its own with stdin (its
+// controlling terminal, when it is a terminal) and waits until it is
+// blocked in system call nr; it is killed when the test ends.
 func startBlocked(t *testing.T, stdin *os.File, argv []string, nr int) *os.Process {
 	t.Helper()
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		t.Skipf("%s is not installed", argv[0])
 	}
-	p, err := os.StartProcess(path, argv, &os.ProcAttr{Files: []*os.File{stdin, nil, nil}})
+	_, notTTY := unix.IoctlGetTermios(int(stdin.Fd()), unix.TCGETS)
+	attr := &os.ProcAttr{Files: []*os.File{stdin, nil, nil}, Sys: &syscall.SysProcAttr{Setsid: true, Setctty: notTTY == nil}}
+	p, err := os.StartProcess(path, argv, attr)
 	if err != nil {
 		t.Fatal(err)
 	}
