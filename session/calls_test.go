@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Regression tests for one call's result holding exactly that call's
@@ -359,6 +361,74 @@ func TestTypingWhileACommandRuns(t *testing.T) {
 			t.Fatalf("typed ahead: %+v", r)
 		}
 	})
+}
+
+// TestTypingAheadOfAProgramReadingAPipe: a line typed while the running
+// command blocks reading a pipe (not the terminal) is read by the shell
+// once that command ends, so it is issued a ticket and runs: it is not
+// refused as a line nobody judged. The program reads no keys: the status
+// says input typed now is typed ahead. (A program blocked in a read of
+// any descriptor once counted as reading the terminal; bash's own child,
+// waiting on a pipe for its job to be set up before it runs a command,
+// made a typed-ahead line flake the same way.)
+func TestTypingAheadOfAProgramReadingAPipe(t *testing.T) {
+	if _, err := exec.LookPath("head"); err != nil {
+		t.Skip("head is not installed")
+	}
+	m := testManager(t, Limits{})
+	log := &unjudgedLog{ch: make(chan struct{}, 1)}
+	s := startBashWith(t, m, t.TempDir(), log.handle)
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// <> opens the fifo without waiting for a writer: head blocks in its
+	// read of the fifo, its standard input, until the test writes.
+	r, err := s.Send(context.Background(), "echo old-start; head -c1 <>"+fifo+" >/dev/null; echo old-end", true, WaitOpts{WaitFor: regexpMust("old-start"), Timeout: 20 * time.Second})
+	if err != nil || r.Completion != CompletionPattern {
+		t.Fatalf("first: %+v %v", r, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := s.Status()
+		if st.Program == "head" && blockedIn(st.ProgramPid, unix.SYS_READ) {
+			if !st.Ahead {
+				t.Fatalf("a program reading a pipe is not typed ahead of: %+v", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("head never blocked reading the fifo: %+v", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := make(chan Result, 1)
+	go func() { got <- send(t, s, "echo new") }()
+	waitScreen(t, s, "echo new") // typed ahead: the terminal echoed it
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.Write([]byte("x"))
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = <-got
+	if !strings.HasSuffix(r.Output, "\nnew") || r.Earlier != 1 || r.Completion != CompletionCommandFinished || len(log.all()) > 0 {
+		text, _, _ := s.Screen()
+		t.Fatalf("typed ahead: %+v; refused: %q; screen:\n%s", r, log.all(), text)
+	}
+	if rd, err := s.Read(context.Background(), WaitOpts{NoWait: true}); err != nil || rd.Output != "old-end" {
+		t.Fatalf("read after: %+v %v", rd, err)
+	}
+}
+
+// blockedIn reports whether process pid is blocked in system call nr.
+func blockedIn(pid, nr int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
+	f := strings.Fields(string(b))
+	return err == nil && len(f) > 0 && f[0] == strconv.Itoa(nr)
 }
 
 // TestPromptChangesKeepCompletion: a prompt the user changes (PS1, a

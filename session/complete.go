@@ -562,6 +562,9 @@ func (s *Session) ownByMarks(p *pending, run markRun, from, to Pos, split bool) 
 		// prompt): what the earlier command printed is not this input's.
 		if split {
 			e := s.clip(span{from: Pos{Line: -1}, to: cmds[0].to}, p, from, to)
+			if from == p.begin() {
+				e = cutEchoHead(e, p.input)
+			}
 			o.earlier = dropLines(e, p.input)
 		}
 		cmds = cmds[1:]
@@ -637,6 +640,23 @@ func (s *Session) clip(c span, p *pending, from, to Pos) string {
 	return text
 }
 
+// cutEchoHead cuts the echo of an input's first line off the start of
+// text that begins where the input was typed, when what the running
+// command printed next shares its row: the command printed between the
+// line's echo and its Enter (a human's terminal shows "echo newold-end"
+// too). What follows the echo is the command's. A text that begins with
+// anything else (the command printed before the echo came) is left as it
+// is.
+func cutEchoHead(text string, input []string) string {
+	if len(input) == 0 || strings.TrimSpace(input[0]) == "" {
+		return text
+	}
+	if rest, ok := strings.CutPrefix(text, input[0]); ok && rest != "" && rest[0] != '\n' {
+		return rest
+	}
+	return text
+}
+
 // dropLines removes lines that are exactly one of the input's lines: the
 // echo the terminal made of lines typed ahead while a command ran.
 func dropLines(text string, input []string) string {
@@ -684,7 +704,10 @@ func (s *Session) stripEchoRows(p *pending, from, to Pos, split bool) own {
 		// input's own output starts.
 		for i, l := range lines {
 			if i > 0 && echoAt(l.text, 0) {
-				for _, e := range lines[:i] {
+				for k, e := range lines[:i] {
+					if k == 0 {
+						e.text = cutEchoHead(e.text, input)
+					}
 					if t := strings.TrimRight(e.text, " "); !containsLine(input, t) && !containsLine(input, strings.TrimSpace(t)) {
 						earlier = append(earlier, e.text)
 					}

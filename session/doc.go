@@ -52,7 +52,11 @@
 // shell must show one prompt per line typed; elsewhere (REPLs, learned
 // prompts) the prompt must come on a row below the last line, with the
 // program blocked reading, nothing typed left unread, and all it printed
-// on the screen.
+// on the screen. Those looks are taken in that order, and output the
+// kernel still holds in the terminal's flip buffer counts as printed and
+// not shown (proc_linux.go, readingTerminal): a program that read a line
+// typed ahead, answered it and went back to read is not mistaken for one
+// still at the prompt it drew before it read the line.
 //
 // Each result holds its own call's output only. Output no call has
 // returned when an input is typed (a command whose call timed out or was
@@ -122,6 +126,12 @@
 // in a file the session reads and never writes, and every key that makes
 // readline run the line first takes one; with none, the line is emptied
 // before bash parses it, and the refusal is reported (Spec.OnUnjudged).
+// An Enter typed while the foreground program is not blocked reading the
+// terminal (its own, or /dev/tty when the terminal is its controlling
+// one) may reach the shell, and gets a ticket: a program that sleeps, or
+// reads a pipe or a socket, is typed ahead of, as Status.Ahead says (a
+// poll, select or epoll counts as reading the terminal: /proc does not
+// name what it waits on).
 // Every Enter takes one ticket whatever its line does, and unused tickets
 // are voided after each call when the shell waits at its prompt with
 // nothing unread. Input holding ctrl+x ctrl+t, the prefix of the keys

@@ -24,3 +24,26 @@ func TestStripEchoWhenTheEchoIsPartial(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// TestEarlierOutputGluedToATypedAheadEcho: a command that printed between
+// the echo of a line typed ahead of it and that line's Enter shares the
+// echo's row; the command's output is what follows the echo. Anything
+// else is left as it is.
+func TestEarlierOutputGluedToATypedAheadEcho(t *testing.T) {
+	in := []string{"echo new"}
+	for _, c := range [][2]string{
+		{"echo newold-end", "old-end"},
+		{"echo newold-end\nmore", "old-end\nmore"},
+		{"echo new\nold-end", "old-end"},       // the whole row is the echo (dropLines)
+		{"old-endecho new", "old-endecho new"}, // printed before the echo came
+		{"echo ne", "echo ne"},
+		{"", ""},
+	} {
+		if got := dropLines(cutEchoHead(c[0], in), in); got != c[1] {
+			t.Errorf("%q -> %q, want %q", c[0], got, c[1])
+		}
+	}
+	if got := cutEchoHead("  x", []string{""}); got != "  x" {
+		t.Errorf("an empty line cut %q", got)
+	}
+}

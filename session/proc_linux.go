@@ -380,6 +380,70 @@ func inputPending(fd uintptr) (int, error) {
 	return unix.IoctlGetInt(slave, unix.TIOCINQ)
 }
 
+// outputPending returns how many bytes the program wrote to the terminal
+// whose master is fd that the master has not read yet. What a program
+// writes goes through the master's flip buffer as typed bytes go through
+// the slave's (see inputPending): until the worker moves it, TIOCINQ on
+// the master says 0 though the program printed, and went back to read,
+// long ago. poll on the master moves it first. (The session's reader
+// waits on the same descriptor; poll takes nothing from it.)
+func outputPending(fd uintptr) (int, error) {
+	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+	return unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+}
+
+// readingTerminal reports whether the foreground process group of the
+// terminal whose master is fd is blocked with every byte typed taken in,
+// and all it printed before it blocked is in the master's queue: once it
+// is not there either, the session's reader has it. The order of the
+// looks matters. Every typed byte taken in, then the group asleep: it
+// went back to wait after it read them (or a sleep of its own began
+// before it read anything, and then the bytes would still be there).
+// Then its output: anything it printed before it went to sleep was
+// written by then, and is in the master's queue unless the reader took
+// it. Looked at in another order, a program could read the line, print
+// its echo and answer, and block again between the looks, and a stale
+// screen would pass for the program's reply.
+func readingTerminal(fd uintptr) bool {
+	if n, err := inputPending(fd); err != nil || n != 0 {
+		return false
+	}
+	pgid, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
+	if err != nil || !asleep(pgid) {
+		return false
+	}
+	n, err := outputPending(fd)
+	return err == nil && n == 0
+}
+
+// ttyID identifies a terminal device: the file system it lives on and
+// its inode, as stat (following /proc's links) reports them, and its
+// device number as /proc/PID/stat writes a controlling terminal's.
+type ttyID struct {
+	dev, ino uint64
+	nr       int
+}
+
+// statTTYNr encodes a device number as /proc/PID/stat writes tty_nr.
+func statTTYNr(rdev uint64) int {
+	major, minor := uint64(unix.Major(rdev)), uint64(unix.Minor(rdev))
+	return int(minor&0xff | major<<8 | (minor&^0xff)<<12)
+}
+
+// terminalOf returns the identity of the slave of the terminal whose
+// master is fd.
+func terminalOf(fd uintptr) (ttyID, bool) {
+	n, err := unix.IoctlGetInt(int(fd), unix.TIOCGPTN)
+	if err != nil {
+		return ttyID{}, false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat("/dev/pts/"+strconv.Itoa(n), &st); err != nil {
+		return ttyID{}, false
+	}
+	return ttyID{dev: uint64(st.Dev), ino: uint64(st.Ino), nr: statTTYNr(uint64(st.Rdev))}, true
+}
+
 // asleep reports whether a process group is blocked (state S): none of
 // its processes is still working on the input it read. The leader stands
 // for the group; when it has exited (a pipeline's first command), every
@@ -403,9 +467,16 @@ func asleep(pgid int) bool {
 // waitingForInput reports whether the foreground process pid is blocked
 // in a call that waits for input (read, poll, select, epoll): a program
 // reading its terminal, not one that sleeps, waits for a child or works.
-// /proc/PID/syscall names the call; when it cannot be read, the answer is
-// no, which judges typed input more strictly (see Status.Ahead).
-func waitingForInput(pid int) bool {
+// A read (read, readv) counts only when it reads the terminal tty: a
+// program blocked reading a pipe or a socket (bash's child waiting on a
+// pipe for its job's process group to be set up, before it runs the
+// command; a client waiting for a server) does not read what is typed,
+// whatever reads the terminal next does. Which descriptors a poll, select
+// or epoll waits on /proc does not say: those count as waiting for input.
+// /proc/PID/syscall names the call; when it (or the descriptor read)
+// cannot be read, the answer is no, which judges typed input more
+// strictly (see Status.Ahead).
+func waitingForInput(pid int, tty ttyID) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
 	if err != nil {
 		return false
@@ -419,8 +490,33 @@ func waitingForInput(pid int) bool {
 		return false
 	}
 	switch nr {
-	case unix.SYS_READ, unix.SYS_READV, unix.SYS_PSELECT6, unix.SYS_PPOLL, unix.SYS_EPOLL_PWAIT:
+	case unix.SYS_READ, unix.SYS_READV:
+		return len(f) > 1 && readsTerminal(pid, f[1], tty)
+	case unix.SYS_PSELECT6, unix.SYS_PPOLL, unix.SYS_EPOLL_PWAIT:
 		return true
 	}
 	return waitSyscall(nr)
+}
+
+// readsTerminal reports whether descriptor fd (as /proc/PID/syscall
+// writes an argument: hexadecimal) of process pid is the terminal tty:
+// the terminal itself, or /dev/tty (less, sudo and git's prompts read
+// keys there) when tty is the process's controlling terminal.
+func readsTerminal(pid int, fd string, tty ttyID) bool {
+	n, err := strconv.ParseUint(strings.TrimPrefix(fd, "0x"), 16, 31)
+	if err != nil || tty == (ttyID{}) {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.FormatUint(n, 10), &st); err != nil {
+		return false
+	}
+	if uint64(st.Dev) == tty.dev && uint64(st.Ino) == tty.ino {
+		return true
+	}
+	if rdev := uint64(st.Rdev); st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(rdev) == 5 && unix.Minor(rdev) == 0 {
+		ps, ok := readStatFull(pid)
+		return ok && ps.ttyNr != 0 && ps.ttyNr == tty.nr
+	}
+	return false
 }

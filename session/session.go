@@ -1118,13 +1118,11 @@ func (s *Session) readingInputLocked() bool {
 	if s.unshown {
 		return false
 	}
+	// s.mu held, the reader takes nothing more from the terminal (it
+	// marks output unshown, under s.mu, before it reads): what the
+	// program printed is on the screen or in the terminal.
 	ok := false
-	s.ctl(func(fd uintptr) {
-		pending, err := inputPending(fd)
-		unread, err2 := unix.IoctlGetInt(int(fd), unix.TIOCINQ)
-		pgid, _ := foreground(fd)
-		ok = err == nil && err2 == nil && pending == 0 && unread == 0 && asleep(pgid)
-	})
+	s.ctl(func(fd uintptr) { ok = readingTerminal(fd) })
 	return ok
 }
 
@@ -1558,7 +1556,9 @@ func (s *Session) Status() Status {
 		st.Judged = lineEditor(prog)
 		st.ReadsLines = st.Judged || canon
 		running := s.commandRunning() || st.Busy || s.pending != nil && !s.pending.idle && !s.pending.startup && s.pending.enters > 0
-		st.Ahead = running && !waitingForInput(leaderOrNewest(pgid))
+		tty := ttyID{}
+		s.ctl(func(fd uintptr) { tty, _ = terminalOf(fd) })
+		st.Ahead = running && !waitingForInput(leaderOrNewest(pgid), tty)
 	}
 	if st.Program == "" {
 		st.Program = filepath.Base(s.spec.Argv[0])

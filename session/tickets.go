@@ -188,15 +188,22 @@ func acceptKeySeqs() (check, accept, next string, err error) {
 // mayReachShell reports whether an Enter typed now may be read by the
 // session's own shell, so that it needs a ticket: the shell is the
 // terminal's foreground (its process group is the session leader's), or
-// the foreground program is not waiting for input (a command still
-// runs), so the Enter is read by whatever reads next, perhaps the shell.
+// the foreground program is not waiting for input from the terminal (a
+// command still runs, sleeps, or reads a pipe or a socket), so the Enter
+// is read by whatever reads next, perhaps the shell.
 // Enter into a program that reads it (a REPL, cat, vim) needs none.
 func (s *Session) mayReachShell() bool {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return false
 	}
-	pgid := s.foregroundGroup()
-	return pgid == s.cmd.Process.Pid || pgid <= 0 || !waitingForInput(leaderOrNewest(pgid))
+	pgid, tty := 0, ttyID{}
+	s.ctl(func(fd uintptr) {
+		if g, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP); err == nil && g > 0 {
+			pgid = g
+		}
+		tty, _ = terminalOf(fd)
+	})
+	return pgid == s.cmd.Process.Pid || pgid <= 0 || !waitingForInput(leaderOrNewest(pgid), tty)
 }
 
 // issueTicket issues a ticket for an Enter about to be typed, when it
@@ -224,9 +231,8 @@ func (s *Session) voidTickets() {
 		if err != nil || g != leader {
 			return
 		}
-		pending, err := inputPending(fd)
-		unread, err2 := unix.IoctlGetInt(int(fd), unix.TIOCINQ)
-		idle = err == nil && err2 == nil && pending == 0 && unread == 0 && asleep(leader) && waitingForInput(leader)
+		tty, ok := terminalOf(fd)
+		idle = ok && readingTerminal(fd) && waitingForInput(leader, tty)
 	})
 	if idle {
 		_ = s.tickets.void() // a failed write leaves more refused, not fewer
