@@ -712,3 +712,24 @@ func TestManagerForgetsDroppedSessions(t *testing.T) {
 		t.Fatalf("a dropped session is still found: %v", err)
 	}
 }
+
+// TestSilentStartWaitsForAReader: a program that prints nothing and does
+// not read its terminal (a version manager's shim resolving the
+// interpreter, here a sleep longer than startupSilence) is still loading:
+// the start waits for the prompt of what it runs, instead of calling the
+// silence a quiet start and letting the first line land in the loader.
+func TestSilentStartWaitsForAReader(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	m := testManager(t, Limits{})
+	s := startProgram(t, m, "sh", "-c", "sleep 2; exec python3 -q")
+	r, err := s.Read(context.Background(), WaitOpts{NoWait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Status(); st.Program != "python3" {
+		t.Fatalf("the start returned while %q ran: %+v", st.Program, r)
+	}
+	wantResult(t, send(t, s, "6*7"), "42", CompletionPrompt)
+}

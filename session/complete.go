@@ -416,8 +416,15 @@ func (s *Session) evaluateStartup(o WaitOpts, st state, now time.Time) (state, t
 		// loading, not waiting for input.
 		need = startupSilence
 	}
-	if quiet := now.Sub(last); quiet < need {
+	quiet := now.Sub(last)
+	if quiet < need {
 		return st, need - quiet
+	}
+	if s.bytesOut == 0 && quiet < maxStartupSilence && s.spec.Mode == ModePTY && !s.readingTerminalLocked() {
+		// Silent, and not reading its terminal: still loading (a version
+		// manager's shim resolving the interpreter, imports), not waiting
+		// for input. Its first line would land in whatever reads next.
+		return st, readRecheck
 	}
 	st.done, st.completion = true, CompletionQuiet
 	return st, 0

@@ -1381,8 +1381,28 @@ func (s *Session) familyLocked(program string, startup bool) *promptFamily {
 }
 
 // startupSilence is how long a new session's program may print nothing at
-// all before its start is called quiet.
-const startupSilence = time.Second
+// all before its start is called quiet, when it is reading its terminal;
+// maxStartupSilence when it is not.
+const (
+	startupSilence    = time.Second
+	maxStartupSilence = 10 * time.Second
+)
+
+// readingTerminalLocked reports whether the terminal's foreground program
+// is blocked reading the terminal itself (not a pipe, not a file).
+func (s *Session) readingTerminalLocked() bool {
+	if s.pty == nil || s.exited {
+		return false
+	}
+	pgid, tty := 0, ttyID{}
+	s.ctl(func(fd uintptr) {
+		if g, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP); err == nil && g > 0 {
+			pgid = g
+		}
+		tty, _ = terminalOf(fd)
+	})
+	return pgid > 0 && waitingForInput(leaderOrNewest(pgid), tty)
+}
 
 // programLocked returns the terminal's foreground program name.
 func (s *Session) programLocked() string {
