@@ -440,6 +440,10 @@ type Engine struct {
 	current *Bundle
 	remote  *remoteState // a bundle server's downloader state, or nil
 	timeout time.Duration
+	// loadedFP is the bundle directory's fingerprint taken just before New
+	// read it: Watch starts from it, so a change made between the load and
+	// the watch's start is not missed.
+	loadedFP string
 	// parsers holds shell parsers for reuse: a parser is ~2 KB, a third
 	// of what parsing a line allocates.
 	parsers sync.Pool
@@ -459,6 +463,9 @@ func New(ctx context.Context, src Source) (*Engine, error) {
 			return nil, err
 		}
 		return e, nil
+	}
+	if src.Dir != "" {
+		e.loadedFP = fingerprint(src.Dir)
 	}
 	b, err := load(ctx, src)
 	if err != nil {
@@ -597,7 +604,7 @@ func (e *Engine) Watch(ctx context.Context, interval time.Duration, report func(
 		<-ctx.Done()
 		return
 	}
-	last := fingerprint(e.src.Dir)
+	last := e.loadedFP
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
