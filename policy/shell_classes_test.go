@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestParserSeesWhatBashSees: each line runs rm -rf ~ (or /) in bash; the
@@ -83,13 +82,9 @@ func TestANSIC(t *testing.T) {
 }
 
 // TestBraceExpansionIsBounded: a sequence too long to expand is judged as
-// written, at once.
+// written (its cost is BenchmarkDecide's; a blow-up hangs the test).
 func TestBraceExpansionIsBounded(t *testing.T) {
-	t0 := time.Now()
 	sh := ParseShell("echo {1..99999999} {a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}")
-	if time.Since(t0) > 5*time.Second {
-		t.Fatalf("took %v", time.Since(t0))
-	}
 	if c := sh.Commands[0]; len(c.Args) > 2*maxBraceWords {
 		t.Fatalf("%d args", len(c.Args))
 	}
