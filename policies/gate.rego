@@ -8,10 +8,30 @@ package termgate
 # per-session key. Turning any of it back on is denied: after it, the line
 # the policy judged at Enter would no longer be the line the shell runs.
 
+# Every finding here is guarded by the names of the commands it judges
+# (or the lists that hold the text), so OPA's rule index skips it for the
+# lines that run none of them; the rules themselves sit in sets of their
+# own, evaluated once when a guard holds.
+
 # bind: only its listing options are read-only (-p -P -l -v -V -s -S -X);
 # everything else binds keys to code (bind -x), to macros that type a
 # line, or to readline functions such as edit-and-execute-command.
-finding contains {
+finding contains f if {
+	"bind" in input.shell.names
+	some f in rebind_finding
+}
+
+finding contains f if {
+	"bindkey" in input.shell.names
+	some f in rebind_finding
+}
+
+finding contains f if {
+	"zle" in input.shell.names
+	some f in rebind_finding
+}
+
+rebind_finding contains {
 	"rule": "shell.rebind_keys",
 	"action": "deny",
 	"severity": "high",
@@ -43,7 +63,27 @@ read_only_binding(c) if {
 # set -o vi, set +o emacs, set -H / -o histexpand, and zsh's setopt of
 # vi or bang_hist: a vi or bare line editor, or history expansion (!!,
 # ^a^b), runs lines that differ from what was typed.
-finding contains {
+finding contains f if {
+	"set" in input.shell.names
+	some f in line_editing_finding
+}
+
+finding contains f if {
+	"setopt" in input.shell.names
+	some f in line_editing_finding
+}
+
+finding contains f if {
+	"unsetopt" in input.shell.names
+	some f in line_editing_finding
+}
+
+finding contains f if {
+	"shopt" in input.shell.names
+	some f in line_editing_finding
+}
+
+line_editing_finding contains {
 	"rule": "shell.line_editing_mode",
 	"action": "deny",
 	"severity": "high",
@@ -82,7 +122,27 @@ unjudged_line_option(c) if {
 
 # fc and zsh's r re-run history lines; enable fc brings fc back; history
 # -s and -r put lines into the history that were never typed.
-finding contains {
+finding contains f if {
+	"fc" in input.shell.names
+	some f in history_rerun_finding
+}
+
+finding contains f if {
+	"r" in input.shell.names
+	some f in history_rerun_finding
+}
+
+finding contains f if {
+	"enable" in input.shell.names
+	some f in history_rerun_finding
+}
+
+finding contains f if {
+	"history" in input.shell.names
+	some f in history_rerun_finding
+}
+
+history_rerun_finding contains {
 	"rule": "shell.history_rerun",
 	"action": "deny",
 	"severity": "high",
@@ -115,7 +175,38 @@ history_rerun(c) if {
 # code in them runs without a line being judged. (Set in the shell itself:
 # a bare assignment or a declaration; PS1=… before a command is that
 # command's environment, which start.env_code judges.)
-finding contains {
+finding contains f if {
+	"" in input.shell.names
+	some f in prompt_assign_finding
+}
+
+finding contains f if {
+	"export" in input.shell.names
+	some f in prompt_assign_finding
+}
+
+finding contains f if {
+	"declare" in input.shell.names
+	some f in prompt_assign_finding
+}
+
+finding contains f if {
+	"typeset" in input.shell.names
+	some f in prompt_assign_finding
+}
+
+finding contains f if {
+	"local" in input.shell.names
+	some f in prompt_assign_finding
+}
+
+finding contains f if {
+	"readonly" in input.shell.names
+	some f in prompt_assign_finding
+}
+
+# (shell_setters, the guards above.)
+prompt_assign_finding contains {
 	"rule": "shell.prompt_hook",
 	"action": "deny",
 	"severity": "high",
@@ -127,7 +218,7 @@ finding contains {
 	v in {"PROMPT_COMMAND", "precmd_functions", "preexec_functions", "chpwd_functions", "zshaddhistory_functions", "PS0", "PROMPT_SUBST"}
 }
 
-finding contains {
+prompt_assign_finding contains {
 	"rule": "shell.prompt_hook",
 	"action": "deny",
 	"severity": "high",
@@ -148,6 +239,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("trap on %s runs code before or after every command, outside any judged line", [s]),
 } if {
+	"trap" in input.shell.names
 	some c in input.shell.commands
 	c.name == "trap"
 	some s in c.operands
@@ -160,8 +252,7 @@ finding contains {
 	"severity": "high",
 	"reason": "add-zsh-hook makes the shell run code on its own, outside any judged line",
 } if {
-	some c in input.shell.commands
-	c.name == "add-zsh-hook"
+	"add-zsh-hook" in input.shell.names
 }
 
 # The shell integration's own variables hold the key its marks carry.
@@ -171,6 +262,7 @@ finding contains {
 	"severity": "high",
 	"reason": "the line touches termgate's shell integration (its marks and their key), which the judged line depends on",
 } if {
+	"integration_substrings" in input.text_listed # what the pattern below needs, ignoring case
 	input.action in {"input", "start", "exec"}
 
 	# Any name that starts so (a variable, a function, ${!__termgate@}); not
@@ -215,7 +307,20 @@ short_answer(text) if regex.match(`^\s*([yYnNqQ]|[yY][eE][sS]|[nN][oO]|[0-9]{1,4
 # touching __termgate… are denied above.)
 ticket_builtins := {"builtin", "read", "printf", "return", "bind", "enable"}
 
-finding contains {
+# A function definition names one of ticket_builtins in the text
+# (lists.ticket_builtin_substrings holds them: test_ticket_builtins_guard);
+# an alias is a command of that name.
+finding contains f if {
+	"ticket_builtin_substrings" in input.text_listed
+	some f in shadow_finding
+}
+
+finding contains f if {
+	"alias" in input.shell.names
+	some f in shadow_finding
+}
+
+shadow_finding contains {
 	"rule": "shell.shadow_builtin",
 	"action": "deny",
 	"severity": "high",

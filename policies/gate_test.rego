@@ -118,3 +118,9 @@ test_shadow_builtin_benign if {
 	allowed(with_text(bash([c("echo", ["function", "reader"])]), "echo function reader"))
 	allowed(typed("python3", "data = read()"))
 }
+
+# The guard of shell.shadow_builtin's text patterns holds every name they
+# look for.
+test_ticket_builtins_guard if {
+	{n | some n in data.termgate.lists.ticket_builtin_substrings} == data.termgate.ticket_builtins
+}

@@ -208,7 +208,14 @@
 // body of the default bundle starts with a guard OPA's rule index can use:
 // "<list>" in input.program_listed, "<list>" in input.text_listed,
 // "<cmd>" in input.shell.names, "<list>" in input.shell.listed,
-// "<list>" in input.shell.words_listed, or a flag (input.shell.pipes).
+// "<list>" in input.shell.words_listed, or a flag (input.shell.pipes);
+// rules that several such guards lead to sit in a set of their own
+// (write_finding, rebind_finding), which finding takes in under each
+// guard, so the set is evaluated once, and only for a line a guard holds
+// for. A rule on the text's own patterns is guarded by a list of the
+// substrings its pattern needs (integration_substrings,
+// ticket_builtin_substrings; a Rego test keeps such a list in step with
+// the rule).
 // (The derived sets are sorted lists, without duplicates: OPA indexes
 // "x" in input.shell.names as membership of one reference, so one lookup
 // serves every rule guarded on the names, where an object key per command

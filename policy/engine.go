@@ -379,9 +379,16 @@ func (b *Bundle) derive(in *Input, ownShell bool) {
 // (metadata_substrings), every string that contains one, ignoring case;
 // any other list, its entries.
 type listIndex struct {
-	exact      map[string][]string // entry → the lists holding it
-	prefixes   []listEntry
-	substrings []listEntry // entries lower-cased
+	exact    map[string][]string // entry → the lists holding it
+	prefixes []listEntry
+	// The _substrings lists' entries, lower-cased: an entry of two bytes
+	// or more under its first two (pairs has a bit set for each such
+	// pair), a shorter one in short. mark looks at each position of a
+	// string once, where checking every entry was a search of the whole
+	// string per entry, for every word of every decision.
+	substrings map[[2]byte][]listEntry
+	pairs      *[1 << 16 / 64]uint64
+	short      []listEntry
 }
 
 type listEntry struct{ entry, list string }
@@ -399,13 +406,27 @@ func newListIndex(data map[string]any) listIndex {
 			case strings.HasSuffix(name, "_prefixes"):
 				idx.prefixes = append(idx.prefixes, listEntry{s, name})
 			case strings.HasSuffix(name, "_substrings"):
-				idx.substrings = append(idx.substrings, listEntry{strings.ToLower(s), name})
+				idx.addSubstring(listEntry{strings.ToLower(s), name})
 			default:
 				idx.exact[s] = append(idx.exact[s], name)
 			}
 		}
 	}
 	return idx
+}
+
+func (idx *listIndex) addSubstring(e listEntry) {
+	if len(e.entry) < 2 {
+		idx.short = append(idx.short, e)
+		return
+	}
+	if idx.substrings == nil {
+		idx.substrings, idx.pairs = map[[2]byte][]listEntry{}, new([1 << 16 / 64]uint64)
+	}
+	k := [2]byte{e.entry[0], e.entry[1]}
+	idx.substrings[k] = append(idx.substrings[k], e)
+	p := int(e.entry[0])<<8 | int(e.entry[1])
+	idx.pairs[p/64] |= 1 << (p % 64)
 }
 
 // holds reports whether the list named list holds s as an entry.
@@ -423,10 +444,25 @@ func (idx listIndex) mark(into *[]string, s string) {
 			*into = addOnce(*into, p.list)
 		}
 	}
-	if len(idx.substrings) > 0 {
-		lower := strings.ToLower(s)
-		for _, e := range idx.substrings {
-			if strings.Contains(lower, e.entry) {
+	if idx.substrings == nil && idx.short == nil {
+		return
+	}
+	lower := strings.ToLower(s)
+	for _, e := range idx.short {
+		if strings.Contains(lower, e.entry) {
+			*into = addOnce(*into, e.list)
+		}
+	}
+	if idx.pairs == nil {
+		return
+	}
+	for i := 0; i+1 < len(lower); i++ {
+		p := int(lower[i])<<8 | int(lower[i+1])
+		if idx.pairs[p/64]&(1<<(p%64)) == 0 {
+			continue
+		}
+		for _, e := range idx.substrings[[2]byte{lower[i], lower[i+1]}] {
+			if strings.HasPrefix(lower[i:], e.entry) {
 				*into = addOnce(*into, e.list)
 			}
 		}

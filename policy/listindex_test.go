@@ -1,0 +1,81 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// markNaive is what a list holds, as the package doc defines it: its
+// entries; every string with one of them as a prefix (*_prefixes); every
+// string that contains one, ignoring case (*_substrings).
+func markNaive(lists map[string][]string, s string) []string {
+	var out []string
+	for name, entries := range lists {
+		for _, e := range entries {
+			var ok bool
+			switch {
+			case strings.HasSuffix(name, "_prefixes"):
+				ok = strings.HasPrefix(s, e)
+			case strings.HasSuffix(name, "_substrings"):
+				ok = strings.Contains(strings.ToLower(s), strings.ToLower(e))
+			default:
+				ok = s == e
+			}
+			if ok {
+				out = addOnce(out, name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestListIndexMarks holds the engine's list index to the definition,
+// over every word of the corpus and strings made to catch an entry at
+// either end, in capitals, overlapping another or of one byte.
+func TestListIndexMarks(t *testing.T) {
+	e := defaultEngine(t)
+	b := e.Bundle()
+	lists := map[string][]string{}
+	tg, _ := b.data["termgate"].(map[string]any)
+	ls, _ := tg["lists"].(map[string]any)
+	for name, l := range ls {
+		arr, _ := l.([]any)
+		for _, v := range arr {
+			if s, ok := v.(string); ok {
+				lists[name] = append(lists[name], s)
+			}
+		}
+	}
+	lists["odd_substrings"] = []string{"q", "zz", "zzz", "é"}
+	lists["empty_substrings"] = []string{""}
+	idx := newListIndex(map[string]any{"termgate": map[string]any{"lists": func() map[string]any {
+		m := map[string]any{}
+		for k, v := range lists {
+			a := make([]any, len(v))
+			for i, s := range v {
+				a[i] = s
+			}
+			m[k] = a
+		}
+		return m
+	}()}})
+	words := []string{"", "a", "q", "Q", "zz", "z", "xzzx", "ÉTÉ", "~/.SSH/ID_RSA", "cat ~/.ssh/id_rsa", "/home/u/.ssh",
+		"169.254.169.254", "x169.254.169.254y", "__TERMGATE_x", "cat .env", ".en", "docker.sock", "/var/run/docker.soc"}
+	for _, c := range loadCorpus(t) {
+		words = append(words, c.Text)
+		words = append(words, strings.Fields(c.Text)...)
+	}
+	for _, c := range codeCorpus {
+		words = append(words, c.text)
+	}
+	for _, w := range words {
+		var got []string
+		idx.mark(&got, w)
+		slices.Sort(got)
+		if want := markNaive(lists, w); !slices.Equal(got, want) {
+			t.Fatalf("mark(%q) = %v, want %v", w, got, want)
+		}
+	}
+}
