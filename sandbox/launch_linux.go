@@ -133,7 +133,7 @@ func prepare(cmd *exec.Cmd, spec Spec) (*launcher, error) {
 		l.channel, l.kinds = channel, spec.Isolate.Listen
 		extra = append(extra, theirs) // fd 5, as the spec says
 	}
-	if spec.ExecGate {
+	if spec.listens() {
 		mine, theirs, err := gateSocket()
 		if err != nil {
 			return fail(err)
@@ -251,7 +251,7 @@ func Main() {
 	if err := confine(s); err != nil {
 		fail("%v", err)
 	}
-	if s.ExecGate {
+	if s.listens() {
 		if err := gateExecs(s); err != nil {
 			fail("%v", err)
 		}
