@@ -254,3 +254,22 @@ func TestRefusalBudget(t *testing.T) {
 		t.Errorf("%d refusals past the budget (launch says %d), want 1..%d", unread, launch.RefusedPastBudget(), n-100)
 	}
 }
+
+// FuzzDescribeRefusal: a refused call's arguments are the program's to
+// choose; naming them never panics and always says what and why.
+func FuzzDescribeRefusal(f *testing.F) {
+	f.Add(uint8(0), uint64(40), uint64(1), uint64(0))
+	f.Add(uint8(1), uint64(0), uint64(0x5412), uint64(0))
+	f.Add(uint8(2), uint64(unix.CLONE_NEWUSER|unix.CLONE_NEWNET), uint64(0), uint64(0))
+	f.Add(uint8(3), ^uint64(0), ^uint64(0), ^uint64(0))
+	names := []string{"socket", "ioctl", "clone", "ptrace", "mount", "keyctl"}
+	f.Fuzz(func(t *testing.T, which uint8, a0, a1, a2 uint64) {
+		name := names[int(which)%len(names)]
+		for _, args := range [][]uint64{{a0, a1, a2, 0, 0, 0}, {a0}, nil} {
+			r := describeRefusal(name, args)
+			if r.Syscall != name || r.Reason == "" || !strings.HasPrefix(r.String(), name) {
+				t.Fatalf("%s %x: %+v", name, args, r)
+			}
+		}
+	})
+}
