@@ -56,16 +56,27 @@
 // answers each with the errno the filter would give (refusedErrno), after
 // telling the judge what was refused (ExecRequest.Refusal: the call, the
 // argument that decided it, the program and its pid), whose verdict is
-// not asked for. A request that arrives after the supervisor is gone
-// fails with ENOSYS. clone3 (ENOSYS, so libc uses clone), a proxy
-// session's unix sockets and connect without network stay plain errno
-// actions (libc makes and connects a unix socket for every user or host
-// lookup: naming them would be noise). Without the gate nothing is
-// named. Every rule on an int argument (a socket family or type, an
+// not asked for. Without the gate, a confined launch given
+// Options.Refused gets a listener of its own (Spec.NameRefusals) whose
+// filter holds only those calls: no exec reaches it, none is judged, and
+// each refusal is told to Options.Refused the same way. Each launch
+// names a burst of refusals in full (refusalBurst, refilled at
+// refusalRefill a second); past it a refused call is answered at once,
+// without reading /proc, and told as Unread with the program last read
+// for its thread, so that a program looping on a refused call costs the
+// gateway a round trip per call and one counted entry, not a /proc read
+// and a line each (BenchmarkRefusedCall). A request that arrives after
+// the supervisor is gone fails with ENOSYS. clone3 (ENOSYS, so libc
+// uses clone), a proxy session's unix sockets and connect without
+// network stay plain errno actions (libc makes and connects a unix
+// socket for every user or host lookup: naming them would be noise).
+// Where the kernel has no user notification, and in an unconfined
+// launch, nothing is named. Every rule on an int argument (a socket family or type, an
 // ioctl request) compares its low 32 bits: the kernel reads an int, so a
 // 64-bit comparison would let a program pass a rule by setting a high
-// bit. Departure from a plain ExecJudge: the refusals ride on the judge
-// (rather than a callback of their own) so that no caller's type changes.
+// bit. Departure from a plain ExecJudge: with the gate, the refusals ride
+// on the judge (rather than Options.Refused) so that no caller's type
+// changes.
 //
 // Known limits of the gate, written down: what it reads of a process's
 // memory can be changed by another thread of it before the kernel runs
@@ -143,7 +154,12 @@
 // (Limits.SessionMemory, default half of RAM), in the v1 memory hierarchy
 // (memory.limit_in_bytes and memsw), or memory.max in its v2 cgroup. Kill freezes the cgroup (or uses
 // cgroup.kill), kills every member, thaws it and waits until it is empty:
-// a swarm that keeps forking and calling setsid cannot outrun it.
+// a swarm that keeps forking and calling setsid cannot outrun it. The
+// gateway moves the launcher into its cgroups as soon as it has started
+// (a move between v1 cgroups waits for an RCU grace period, which then
+// overlaps the launcher's own start), and only then sends it its spec:
+// the launcher blocks on the spec, so nothing of the launch runs outside
+// its cgroups.
 //
 // The Landlock ABI is checked, never assumed: below MinABI a launch fails,
 // unless the spec says best effort, and then the session's status says

@@ -16,7 +16,8 @@ import (
 // filter that sends every execve and execveat of its process tree to a
 // listener (SECCOMP_FILTER_FLAG_NEW_LISTENER), and passes the listener to
 // the gateway over this socket (SCM_RIGHTS) before its own exec, which is
-// the first one the gateway judges.
+// the first one the gateway judges. Without the gate (NameRefusals) the
+// same socket hands over a listener that only the refused calls reach.
 
 // gateSocket makes the socket: the gateway's end, and the launcher's.
 func gateSocket() (mine, theirs *os.File, err error) {
@@ -30,11 +31,17 @@ func gateSocket() (mine, theirs *os.File, err error) {
 // gateSyscalls are the calls the gate holds: every way to run a program.
 var gateSyscalls = []string{"execve", "execveat"}
 
+// listens reports whether the launcher makes a listener: for the exec
+// gate, or for the refusals alone (NameRefusals).
+func (s Spec) listens() bool { return s.ExecGate || s.NameRefusals }
+
 // gateExecs is the launcher's part of the exec gate, after everything
 // else of its confinement (seccomp's own filter included): a second
-// filter whose only rules notify the listener of each exec, and the
-// listener sent to the gateway. The launcher's own exec that follows is
-// the first exec the gateway judges.
+// filter whose rules notify the listener of each exec and of the calls
+// the profile refuses, and the listener sent to the gateway. The
+// launcher's own exec that follows is the first exec the gateway judges.
+// With NameRefusals and no gate, the filter holds the refusals only: no
+// exec reaches the listener, and none is judged.
 //
 // A filter needs no_new_privs, or CAP_SYS_ADMIN: a confined launch has
 // the first already; an unconfined one (--sandbox=off, the "none"
@@ -60,13 +67,18 @@ func gateExecs(s Spec) error {
 	if err := f.SetBadArchAction(seccomp.ActKillProcess); err != nil {
 		return fmt.Errorf("exec gate: %v", err)
 	}
-	for _, name := range gateSyscalls {
-		sc, err := seccomp.GetSyscallFromName(name)
-		if err != nil {
-			return fmt.Errorf("exec gate: %s: %v", name, err)
-		}
-		if err := f.AddRule(sc, seccomp.ActNotify); err != nil {
-			return fmt.Errorf("exec gate: %s: %v", name, err)
+	if s.NameRefusals && !s.ExecGate && s.Unconfined {
+		return errors.New("exec gate: refusals to name in an unconfined launch")
+	}
+	if s.ExecGate {
+		for _, name := range gateSyscalls {
+			sc, err := seccomp.GetSyscallFromName(name)
+			if err != nil {
+				return fmt.Errorf("exec gate: %s: %v", name, err)
+			}
+			if err := f.AddRule(sc, seccomp.ActNotify); err != nil {
+				return fmt.Errorf("exec gate: %s: %v", name, err)
+			}
 		}
 	}
 	if !s.Unconfined {

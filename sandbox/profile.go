@@ -135,6 +135,11 @@ type Spec struct {
 	// before its own exec.
 	ExecGate bool `json:"exec_gate"`
 	GateFD   int  `json:"gate_fd,omitempty"`
+	// NameRefusals: without the exec gate, the launcher still sends the
+	// calls the profile refuses to a listener of its own (no exec goes
+	// to it), handed over the same way, so that they are named
+	// (refuse_linux.go).
+	NameRefusals bool `json:"name_refusals,omitempty"`
 
 	guard *guard // the gateway's own files, as Resolve found them
 }

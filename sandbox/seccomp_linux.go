@@ -50,9 +50,10 @@ func lowWord(arg uint, v uint64) seccomp.ScmpCondition {
 	return c
 }
 
-// namedRefusals are the rules the exec gate's listener is sent when the
-// launch has one (their refusals are then named: refuse_linux.go), and
-// that the filter answers with refusedErrno otherwise: the deny set,
+// namedRefusals are the rules the launch's listener is sent when it has
+// one (the exec gate's, or one for them alone: Spec.NameRefusals; their
+// refusals are then named: refuse_linux.go), and that the filter answers
+// with refusedErrno otherwise: the deny set,
 // clone with namespace flags, TTY input injection, and the socket
 // families and types the profile refuses (AF_VSOCK and AF_ALG always;
 // all but AF_UNIX without network; non-stream inet sockets for a proxy
@@ -93,7 +94,7 @@ func namedRefusals(s Spec) []refuseRule {
 }
 
 // applySeccomp loads the filter: the named refusals (namedRefusals; with
-// the exec gate they go to its filter instead, gateExecs), clone3
+// a listener they go to its filter instead, gateExecs), clone3
 // (ENOSYS, so libc falls back to clone, which is checked), unix sockets
 // in a proxy session without them, connect without network, and any
 // non-native architecture (kill).
@@ -106,7 +107,7 @@ func applySeccomp(s Spec) error {
 	if err := f.SetBadArchAction(seccomp.ActKillProcess); err != nil {
 		return fmt.Errorf("seccomp: %v", err)
 	}
-	if !s.ExecGate {
+	if !s.listens() {
 		// No listener to name them: the plain errno.
 		if err := addRefusals(f, s, func(name string) seccomp.ScmpAction {
 			return seccomp.ActErrno.SetReturnCode(int16(refusedErrno(name)))

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -32,8 +33,17 @@ type Options struct {
 	GateBestEffort bool
 	// Programs identifies the programs execs run; nil: by their names.
 	Programs *ProgramIndex
+	// Refused, when set and Judge is not, is told of each call the
+	// profile's seccomp filter refused a confined launch (with Judge, the
+	// judge is: ExecRequest.Refusal). The launcher then sends those calls
+	// to a listener of the launch's own, which no exec reaches. It runs
+	// on the launch's supervisor goroutines, before the call is answered:
+	// it must be quick and safe for concurrent use. Where the kernel has
+	// no user notification the filter answers alone, unnamed.
+	Refused func(*SyscallRefusal)
 
 	notifySupport func() error // NotifySupport; tests stand in a kernel without it
+	refusalBurst  int          // the refusal budget's burst (0: refusalBurst; < 0: none)
 }
 
 // Launch is a program started through the launcher, and what confines it
@@ -99,6 +109,17 @@ func Start(cmd *exec.Cmd, spec Spec, o Options, start func() error) (*Launch, er
 			}
 		}
 	}
+	judge := o.Judge
+	if judge == nil && o.Refused != nil && !spec.Unconfined {
+		support := NotifySupport
+		if o.notifySupport != nil {
+			support = o.notifySupport
+		}
+		if support() == nil {
+			spec.NameRefusals = true
+			judge = refusalsOnly(o.Refused)
+		}
+	}
 	ln, err := prepare(cmd, spec)
 	if err != nil {
 		l.End()
@@ -121,6 +142,9 @@ func Start(cmd *exec.Cmd, spec Spec, o Options, start func() error) (*Launch, er
 		l.End()
 		return nil, err
 	}
+	if err := ln.send(cmd.Process.Pid); err != nil {
+		return fail(err)
+	}
 	if ln.gate != nil {
 		fd, gerr := receiveListener(ln.gate)
 		if gerr != nil {
@@ -130,9 +154,12 @@ func Start(cmd *exec.Cmd, spec Spec, o Options, start func() error) (*Launch, er
 			}
 			return fail(gerr)
 		}
-		sup, err := supervise(fd, cmd.Process.Pid, o.Judge, o.Programs)
+		sup, err := supervise(fd, cmd.Process.Pid, judge, o.Programs)
 		if err != nil {
 			return fail(err)
+		}
+		if o.refusalBurst != 0 {
+			sup.budget.setBurst(o.refusalBurst)
 		}
 		l.sup = sup
 	}
@@ -142,8 +169,30 @@ func Start(cmd *exec.Cmd, spec Spec, o Options, start func() error) (*Launch, er
 	return l, nil
 }
 
+// refusalsOnly is the supervisor's judge of a launch whose listener
+// only the refused calls reach: each is told to refused. No exec is sent
+// there (the filter has no rule for one); were one to come, it is
+// refused.
+func refusalsOnly(refused func(*SyscallRefusal)) ExecJudge {
+	return func(_ context.Context, r *ExecRequest) ExecVerdict {
+		if r.Refusal != nil {
+			refused(r.Refusal)
+		}
+		return ExecVerdict{}
+	}
+}
+
 // Status says how the launch is confined.
 func (l *Launch) Status() Status { return l.status }
+
+// RefusedPastBudget is how many refused calls were answered past the
+// launch's budget of refusals named in full (refuse_linux.go).
+func (l *Launch) RefusedPastBudget() uint64 {
+	if l.sup == nil {
+		return 0
+	}
+	return l.sup.budget.pastBudget()
+}
 
 // End releases the launch once its program has exited (or must go): every
 // process left in its cgroup is killed and waited for, the cgroup

@@ -97,6 +97,7 @@ type supervisor struct {
 	leader   int // the launch's process: the launcher, then its program
 	judge    ExecJudge
 	programs *ProgramIndex
+	budget   refusalBudget // of refusals named in full (refuse_linux.go)
 
 	ctx     context.Context
 	cancel  context.CancelFunc

@@ -22,6 +22,9 @@ type ExecResult struct {
 	Truncated bool // output beyond the byte budget was dropped from the middle
 	Duration  time.Duration
 	Sandbox   sandbox.Status // how it ran confined, when it did
+	// SysRefused: the calls its seccomp filter refused, without the
+	// exec gate (with it, the gate's judge was told them).
+	SysRefused []SysRefusal
 }
 
 // Exec runs argv to completion in its own session with stdout and stderr
@@ -66,6 +69,7 @@ func Exec(ctx context.Context, argv []string, dir string, env []string, limit ti
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	var status sandbox.Status
+	var refused *sysRefused
 	start := time.Now()
 	if sb == nil && gate != nil {
 		sb = &sandbox.Spec{Unconfined: true, UID: -1, GID: -1} // unconfined, but its execs judged
@@ -77,6 +81,9 @@ func Exec(ctx context.Context, argv []string, dir string, env []string, limit ti
 		o := sandbox.Options{Name: id, TmpKind: "exec"}
 		if gate != nil {
 			o.Judge, o.GateMode, o.GateBestEffort, o.Programs = gate.Judge(id), gate.Mode, gate.BestEffort, gate.Programs
+		} else if !spec.Unconfined {
+			refused = &sysRefused{}
+			o.Refused = refused.add
 		}
 		l, err := sandbox.Start(cmd, spec, o, cmd.Start)
 		if err != nil {
@@ -127,6 +134,7 @@ func Exec(ctx context.Context, argv []string, dir string, env []string, limit ti
 		res.Output = red.RedactWith(res.Output, taint)
 	}
 	res.Sandbox = status
+	res.SysRefused = refused.take() // each was told before its call was answered
 	return res, nil
 }
 

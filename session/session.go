@@ -209,7 +209,10 @@ type Session struct {
 	privDir string      // generated rc files, history; removed on close
 	startup *startupLog // what the user's rc files wrote to stderr (startlog.go); nil in pipe mode
 	grants  *grants     // what a confined session's sandbox grants (refused.go); set before it starts
-	outlog  *outputLog
+	// sysRefused: the calls its seccomp filter refused, without the exec
+	// gate (sysrefused.go); set before it starts.
+	sysRefused *sysRefused
+	outlog     *outputLog
 
 	// The shell's ticket check (tickets.go).
 	gateDir   string   // the gateway's files the session reads only (tickets, inputrc); removed on close
@@ -466,6 +469,9 @@ func (s *Session) launch(cmd *exec.Cmd, argv, env []string, begin func() error) 
 	o := sandbox.Options{Name: s.id, Tmp: tmp}
 	if g := spec.ExecGate; g != nil {
 		o.Judge, o.GateMode, o.GateBestEffort, o.Programs = g.Judge(s.id), g.Mode, g.BestEffort, g.Programs
+	} else if !sb.Unconfined {
+		s.sysRefused = &sysRefused{}
+		o.Refused = s.sysRefused.add
 	}
 	l, err := sandbox.Start(cmd, sb, o, begin)
 	if err != nil {

@@ -142,5 +142,5 @@ func (g *gateway) sandboxRefusals(ctx context.Context, s *session.Session, outpu
 		return slices.ContainsFunc(named, func(n Refusal) bool { return n.Path == f.Path })
 	})
 	out := append(named, inferred...)
-	return append(out, g.gate.sysRefusals(ctx, s.ID(), s.Sandbox().Profile)...)
+	return append(out, g.seccompRefusals(ctx, s, s.Sandbox().Profile)...)
 }

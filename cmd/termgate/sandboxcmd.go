@@ -117,6 +117,8 @@ func sandboxMain(args []string, stdin io.Reader, stdout, stderr io.Writer, geten
 		o.Judge, o.GateMode = runJudge(engine, policyGateway(cfg, getenv), *gateMode, home, stderr), *gateMode
 		o.GateBestEffort = cfg.Sandbox == "best-effort" || *gateMode == "audit"
 		o.Programs = sandbox.NewProgramIndex(append(sandbox.SystemProgramDirs(), filepath.SplitList(getenv("PATH"))...))
+	} else {
+		o.Refused = newRefusalTeller(stderr).tell // the calls seccomp refused, named without the gate
 	}
 	launch, err := sandbox.Start(cmd, spec, o, cmd.Start)
 	if err != nil {

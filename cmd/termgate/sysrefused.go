@@ -7,18 +7,28 @@ import (
 	"sync"
 
 	"github.com/termgate/termgate/sandbox"
+	"github.com/termgate/termgate/session"
 )
 
 // The calls a session's seccomp filter refused, named. With the exec gate
-// on, the sandbox sends them to the gate's judge as they happen (already
-// answered with their errno: sandbox/refuse_linux.go); the judge hands
-// them here. Each call in flight on the session gathers them, one entry
-// per call, argument and program, counted, so a program that retries in a
-// loop makes one line, not thousands; the call's result lists them in
-// sandbox_refused (source "seccomp"), and its outcome record in the audit
-// log carries them in termgate.sandbox.refused, like the other refusals
-// of the call. One refused with no call in flight waits for the session's
-// next call. With the gate off the filter answers alone: nothing is named.
+// on, the sandbox sends them to the gate's judge as they happen (each
+// told before it is answered with its errno: sandbox/refuse_linux.go);
+// the judge hands them here. Each call in flight on the session gathers
+// them, one entry per call, argument and program, counted, so a program
+// that retries in a loop makes one line, not thousands; the call's result
+// lists them in sandbox_refused (source "seccomp"), and its outcome
+// record in the audit log carries them in termgate.sandbox.refused, like
+// the other refusals of the call. One refused with no call in flight
+// waits for the session's next call.
+//
+// With --exec-gate=off (no execs judged) the launcher still sends the
+// refused calls to a listener of its own, which no exec reaches; the
+// session gathers them (session.SysRefusals, counted the same way), and
+// the next call's result takes those refused since the last one, as it
+// takes Landlock's. The exec tool's command gathers its own
+// (ExecResult.SysRefused), and `termgate sandbox run` tells them on
+// stderr. Past a launch's budget of refusals read in full, a refused
+// call is answered at once and only counted into its entry.
 
 // maxSysRefusals bounds the distinct refusals one call (or a session's
 // wait for its next call) keeps; the rest are counted in the last.
@@ -62,10 +72,7 @@ func (s *sysRefusals) take() []Refusal {
 
 // sysRefused is told of a call the profile of st's session refused.
 func (x *execGate) sysRefused(st gateState, sr *sandbox.SyscallRefusal) {
-	r := Refusal{
-		Access: "syscall", Syscall: sr.String(), Program: sr.Program, Pid: sr.Pid, Profile: st.ref.Profile,
-		Rule: "sandbox.seccomp", Reason: sr.Reason + " (" + sr.Errno.Error() + ")", Source: "seccomp",
-	}
+	r := sysRefusal(sr, st.ref.Profile)
 	var fresh bool
 	switch {
 	case len(st.calls) > 0:
@@ -103,6 +110,36 @@ func (x *execGate) sysRefusals(ctx context.Context, id, profile string) []Refusa
 		out = append(out, call.sys.take()...)
 	}
 	return withProfile(out, profile)
+}
+
+// seccompRefusals returns what seccomp refused on session s since its
+// last call: from the exec gate (the calls in flight, sysRefusals), or,
+// with the gate off, from the session itself.
+func (g *gateway) seccompRefusals(ctx context.Context, s *session.Session, profile string) []Refusal {
+	out := g.gate.sysRefusals(ctx, s.ID(), profile)
+	return append(out, g.sessionSysRefusals(s.ID(), s.SysRefusals(), profile)...)
+}
+
+// sessionSysRefusals are the refusals a session or an exec command
+// gathered without the exec gate, as a result lists them (each logged
+// once per call).
+func (g *gateway) sessionSysRefusals(id string, list []session.SysRefusal, profile string) []Refusal {
+	var out []Refusal
+	for _, sr := range list {
+		r := sysRefusal(&sr.SyscallRefusal, profile)
+		r.Count = sr.Count
+		g.log.Info("sandbox refused a call", "session", id, "syscall", r.Syscall, "program", r.Program, "pid", r.Pid, "count", r.Count)
+		out = append(out, r)
+	}
+	return out
+}
+
+// sysRefusal is a refused call as a result lists it.
+func sysRefusal(sr *sandbox.SyscallRefusal, profile string) Refusal {
+	return Refusal{
+		Access: "syscall", Syscall: sr.String(), Program: sr.Program, Pid: sr.Pid, Profile: profile,
+		Rule: "sandbox.seccomp", Reason: sr.Reason + " (" + sr.Errno.Error() + ")", Source: "seccomp",
+	}
 }
 
 // callSysRefusals is sysRefusals for the exec tool's own call.

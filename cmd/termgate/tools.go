@@ -616,7 +616,7 @@ func (g *gateway) startSession(ctx context.Context, req *mcp.CallToolRequest, an
 	}
 	a := Acted{Output: r.Output, Completion: string(r.Completion), Summary: "session " + s.ID() + " started", Redact: g.redactorOf(s)}
 	g.afterEgress(ctx, gin, &a)
-	a.Refused = append(a.Refused, g.gate.sysRefusals(ctx, s.ID(), profile)...)
+	a.Refused = append(a.Refused, g.seccompRefusals(ctx, s, profile)...)
 	// What Landlock refused the startup files goes to the server log: a
 	// quiet start (startupOutput).
 	for _, r := range g.landlock.refusals(ctx, s, false) {
@@ -1482,6 +1482,7 @@ func (g *gateway) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn)
 		g.afterEgress(ctx, gin, &a) // an approval runs the command again
 		if sb != nil {
 			a.Refused = append(a.Refused, call.sysRefusals(sb.Profile)...)
+			a.Refused = append(a.Refused, g.sessionSysRefusals("exec", r.SysRefused, sb.Profile)...)
 		}
 		return a, nil
 	})
