@@ -101,6 +101,7 @@ type supervisor struct {
 	leader   int // the launch's process: the launcher, then its program
 	judge    ExecJudge
 	programs *ProgramIndex
+	procs    *procCache
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -143,7 +144,7 @@ func supervise(fd, leader int, judge ExecJudge, programs *ProgramIndex) (*superv
 	_ = unix.IoctlSetInt(fd, unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{fd: fd, file: file, conn: conn, leader: leader, judge: judge, programs: programs,
-		ctx: ctx, cancel: cancel, done: make(chan struct{}), first: true,
+		procs: newProcCache(), ctx: ctx, cancel: cancel, done: make(chan struct{}), first: true,
 		turn: make(chan struct{}, 1), quit: make(chan struct{})}
 	s.turn <- struct{}{}
 	s.workers.Add(judgeWorkers)
@@ -169,6 +170,7 @@ func (s *supervisor) wait() {
 	defer close(s.done)
 	s.workers.Wait()
 	s.asks.Wait()
+	s.procs.close()
 	s.file.Close()
 }
 
@@ -416,7 +418,7 @@ func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, *procMem, sy
 		argv0 = r.Argv[0]
 	}
 	r.Program, r.IdentifiedBy = s.programs.Identify(exe, &st, argv0)
-	r.Parents, r.Pid, r.PPid = parents(tid, s.leader, s.leaderProgram)
+	r.Parents, r.Pid, r.PPid = parents(tid, s.leader, s.leaderProgram, s.procs)
 	if !s.valid(req.ID) {
 		return nil, nil, 0
 	}
