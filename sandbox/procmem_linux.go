@@ -497,6 +497,19 @@ func exeName(pid int) string {
 	return filepath.Base(strings.TrimSuffix(string(buf[:n]), " (deleted)"))
 }
 
+// readlinkProc reads the link /proc/PID/name ("" when it cannot be read)
+// with one system call: os.Readlink starts with 128 bytes and reads again
+// with twice as many until the link fits, and a build's directories are
+// often longer.
+func readlinkProc(pid int, name string) string {
+	var buf [unix.PathMax]byte
+	n, err := unix.Readlink(procPath(pid, name), buf[:])
+	if err != nil {
+		return ""
+	}
+	return string(buf[:n])
+}
+
 // taskStat is what the gate reads of /proc/PID/stat.
 type taskStat struct {
 	ppid    int // the parent process (for a thread, its process's parent)

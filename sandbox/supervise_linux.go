@@ -404,7 +404,7 @@ func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, *procMem, sy
 	case err != nil:
 		r.Unreadable = fmt.Errorf("the arguments: %w", err)
 	}
-	r.Cwd, _ = os.Readlink(procPath(tid, "cwd"))
+	r.Cwd = readlinkProc(tid, "cwd")
 	exe, st, errno := resolveExecutable(tid, dirfd, path, flags, s.programs)
 	if errno != 0 {
 		if !s.valid(req.ID) {
