@@ -22,7 +22,7 @@ import (
 func BenchmarkExecGateKernel(b *testing.B) {
 	for _, c := range []struct{ name, script string }{
 		{"flat", "for i in $(seq 500); do /bin/true; done"},
-		{"nested", "/bin/bash -c 'for i in $(seq 500); do /bin/true; done'"},
+		{"nested", "/bin/bash -c 'for i in $(seq 500); do /bin/true; done'; exit $?"},
 	} {
 		b.Run(c.name, func(b *testing.B) { benchExecGateKernel(b, c.script) })
 	}
