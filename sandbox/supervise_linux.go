@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"time"
 	"unsafe"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
@@ -95,9 +94,7 @@ const (
 // turn's holder ever receives: a receive blocks until a request comes,
 // and nothing else could end it.
 type supervisor struct {
-	fd       int      // the listener
-	file     *os.File // the listener, in the runtime's poller: owns fd
-	conn     syscall.RawConn
+	fd       int // the listener
 	leader   int // the launch's process: the launcher, then its program
 	judge    ExecJudge
 	programs *ProgramIndex
@@ -105,6 +102,9 @@ type supervisor struct {
 
 	ctx     context.Context
 	cancel  context.CancelFunc
+	stopR   *os.File
+	stopW   *os.File
+	stopFd  int // stopR's descriptor (os.File.Fd costs an fcntl a call)
 	asks    sync.WaitGroup
 	workers sync.WaitGroup
 	turn    chan struct{} // held by the worker that receives
@@ -120,30 +120,16 @@ type supervisor struct {
 // supervise starts the receive loop on listener fd for the launch whose
 // process is leader.
 func supervise(fd, leader int, judge ExecJudge, programs *ProgramIndex) (*supervisor, error) {
-	// The receiver waits in the runtime's poller, not in a blocking
-	// poll(2): a goroutine blocked in a system call between two execs
-	// makes the runtime hand its processor off and watch it every 20 µs,
-	// which on a build costs more than the requests themselves. The
-	// listener is never read(2): O_NONBLOCK only lets the poller take it.
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("sandbox: the exec gate's listener: %w", err)
-	}
-	file := os.NewFile(uintptr(fd), "seccomp-listener")
-	conn, err := file.SyscallConn()
-	if err == nil {
-		// Only a file in the poller takes a deadline: stop relies on one.
-		err = file.SetReadDeadline(time.Time{})
-	}
+	r, w, err := os.Pipe()
 	if err != nil {
-		file.Close()
-		return nil, fmt.Errorf("sandbox: the exec gate's listener cannot be polled: %w", err)
+		unix.Close(fd)
+		return nil, fmt.Errorf("sandbox: the exec gate's stop pipe: %w", err)
 	}
 	// Each exec then hands the CPU to the supervisor and back, rather
 	// than waking a thread on another one (Linux 6.6; else as before).
 	_ = unix.IoctlSetInt(fd, unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &supervisor{fd: fd, file: file, conn: conn, leader: leader, judge: judge, programs: programs,
+	s := &supervisor{fd: fd, stopR: r, stopW: w, stopFd: int(r.Fd()), leader: leader, judge: judge, programs: programs,
 		procs: newProcCache(), ctx: ctx, cancel: cancel, done: make(chan struct{}), first: true,
 		turn: make(chan struct{}, 1), quit: make(chan struct{})}
 	s.turn <- struct{}{}
@@ -159,7 +145,7 @@ func supervise(fd, leader int, judge ExecJudge, programs *ProgramIndex) (*superv
 // asked (their ctx ends).
 func (s *supervisor) stop() {
 	s.cancel()
-	s.file.SetReadDeadline(time.Unix(1, 0)) // the receiver returns, and no receive starts again
+	s.stopW.Close()
 	<-s.done
 	s.asks.Wait()
 }
@@ -171,7 +157,8 @@ func (s *supervisor) wait() {
 	s.workers.Wait()
 	s.asks.Wait()
 	s.procs.close()
-	s.file.Close()
+	s.stopR.Close()
+	unix.Close(s.fd)
 }
 
 // end stops every worker: the launch's last process is gone, or stop.
@@ -202,49 +189,35 @@ func (s *supervisor) work() {
 // receive waits for the next request: nil when there was none after all
 // (its process died before it was received), false when the launch's
 // last process is gone (POLLHUP) or the supervisor stops.
-//
-// It asks poll(2), without waiting, whether a request is pending before
-// it receives (a receive with none pending would block, and the poller's
-// readiness may be stale or cover several requests), and waits in the
-// runtime's poller when none is.
 func (s *supervisor) receive() (*seccomp.ScmpNotifReq, bool) {
-	var req *seccomp.ScmpNotifReq
-	ok := true
-	err := s.conn.Read(func(fd uintptr) bool {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for {
-			_, err := unix.Poll(fds, 0)
-			if err == nil {
-				break
+	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.stopFd), Events: unix.POLLIN}}
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
 			}
-			if !errors.Is(err, unix.EINTR) {
-				ok = false
-				return true
-			}
+			return nil, false
+		}
+		if fds[1].Revents != 0 {
+			s.cancel() // the asks end too
+			return nil, false
 		}
 		ev := fds[0].Revents
-		switch {
-		case ev&unix.POLLIN != 0:
-			r, err := notifReceive(int(fd))
-			switch {
-			case err == nil:
-				req = r
-			case errors.Is(err, unix.ENOENT):
-				// the process died before it was received
-			default:
-				ok = false
+		if ev&unix.POLLIN != 0 {
+			req, err := notifReceive(s.fd)
+			if err != nil {
+				if errors.Is(err, unix.ENOENT) {
+					return nil, true // the process died before it was received
+				}
+				return nil, false
 			}
-			return true
-		case ev&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0:
-			ok = false // no process of the launch is left
-			return true
+			return req, true
 		}
-		return false
-	})
-	if err != nil || !ok {
-		return nil, false
+		if ev&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+			return nil, false // no process of the launch is left
+		}
 	}
-	return req, true
 }
 
 // handle reads, judges and answers one request.
