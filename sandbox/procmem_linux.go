@@ -392,6 +392,17 @@ func (e *procEntry) closeFds() {
 	e.stat, e.dir = -1, -1
 }
 
+// forget drops the name kept for process pid: an exec of it was let run.
+// The mark would tell the new image from the old unless the two were laid
+// out alike (no address randomisation, the same code size and comm).
+func (c *procCache) forget(pid int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.m[pid]; e != nil {
+		e.name, e.mark = "", ""
+	}
+}
+
 // close lets every entry go; the cache keeps none after.
 func (c *procCache) close() {
 	c.mu.Lock()

@@ -274,6 +274,9 @@ func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
 			s.setFirst(false)
 		}
 		answered := s.respond(req.ID, v.Allow, unix.EPERM)
+		if answered && v.Allow {
+			s.procs.forget(r.Pid) // its image is another now
+		}
 		switch {
 		case launcher && v.Allow && !answered:
 			s.setFirst(true) // a signal restarted the exec as a new request
@@ -287,12 +290,15 @@ func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
 	}
 	r.Environ = nil
 	s.asks.Add(1)
-	leader := r.Pid == s.leader
+	leader, pid := r.Pid == s.leader, r.Pid
 	go func() {
 		defer s.asks.Done()
 		allow := v.Ask(s.ctx)
-		if s.respond(req.ID, allow, unix.EPERM) && allow && leader {
-			s.newLeaderImage()
+		if s.respond(req.ID, allow, unix.EPERM) && allow {
+			s.procs.forget(pid)
+			if leader {
+				s.newLeaderImage()
+			}
 		}
 	}()
 }
