@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,5 +238,56 @@ func TestProcCacheSeesExec(t *testing.T) {
 	}
 	if name, ppid := c.parent(pid); name != "sleep" || ppid != os.Getpid() {
 		t.Fatalf("after the exec: %q, parent %d", name, ppid)
+	}
+}
+
+// TestProcCacheConcurrent: the two judges of a launch read ancestries at
+// once, some of processes that die meanwhile; every descriptor the cache
+// opened is closed when it is (run it with -race).
+func TestProcCacheConcurrent(t *testing.T) {
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	c := newProcCache()
+	var cmds []*exec.Cmd
+	for range 4 {
+		cmd := exec.Command("/bin/sleep", "1000")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				k := (g + i) % len(cmds)
+				cmd := cmds[k]
+				// cmds[0] dies: what its pid names after is whatever holds it.
+				if name, ppid := c.parent(cmd.Process.Pid); k != 0 && (name != "sleep" || ppid != os.Getpid()) {
+					t.Errorf("pid %d: %q, parent %d", cmd.Process.Pid, name, ppid)
+				}
+				if i == 100 && g == 0 {
+					cmds[0].Process.Kill()
+					cmds[0].Wait()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, cmd := range cmds[1:] {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	c.close()
+	if n := fds(); n != before {
+		t.Fatalf("%d descriptors open after the cache closed, %d before", n, before)
 	}
 }
