@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -229,25 +230,213 @@ func readlinkFd(fd int) (string, error) {
 // the launch's tree (reparented to init) has its chain up to the first
 // process outside. leaderName names the leader.
 //
-// An exec costs the gateway processIDs' reads and each process's
-// executable link.
-func parents(tid, leader int, leaderName func() string) (chain []string, pid, ppid int) {
+// tid is read by its number (the request's validity, checked after,
+// vouches for it); the processes above it are read through procs, which
+// keeps them open: a read of an open /proc/PID file is of that process
+// or fails, so a pid reused since is never taken for the process that
+// held it, and a process seen before costs one read.
+func parents(tid, leader int, leaderName func() string, procs *procCache) (chain []string, pid, ppid int) {
 	pid, ppid = processIDs(tid)
 	if pid == leader {
 		return []string{leaderName()}, pid, ppid
 	}
 	chain = append(chain, exeName(tid))
-	for p := ppid; p > 1 && len(chain) < maxParents; p = ppidOf(p) {
+	for p := ppid; p > 1 && len(chain) < maxParents; {
 		if p == leader {
 			chain = append(chain, leaderName())
 			break
 		}
-		chain = append(chain, exeName(p))
+		name, pp := procs.parent(p)
+		chain = append(chain, name)
+		p = pp
 	}
 	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
 		chain[i], chain[j] = chain[j], chain[i]
 	}
 	return chain, pid, ppid
+}
+
+// procCache keeps the processes seen above an exec open (their /proc/PID
+// directory and stat file), with the name of each one's image: a build's
+// make and compiler drivers are above hundreds of execs each.
+//
+// A name is kept with the mark its image leaves in stat (the task's
+// comm and the addresses of its code and stack, which an exec replaces)
+// and read again when the mark differs: an exec the gate let run, or one
+// under way while it was read, is seen at the next read. A process can
+// change its comm (PR_SET_NAME) but not its image without an exec, and
+// changing the comm only makes the name be read again.
+type procCache struct {
+	mu sync.Mutex
+	m  map[int]*procEntry
+}
+
+type procEntry struct {
+	dir, stat int // /proc/PID and its stat, open (bound to the process)
+	refs      int // readers using the descriptors
+	dropped   bool
+	mark      string // the image's mark in stat when name was read
+	name      string
+}
+
+// maxCachedProcs bounds the processes kept open: past it, all are let go.
+const maxCachedProcs = 128
+
+func newProcCache() *procCache { return &procCache{m: map[int]*procEntry{}} }
+
+// parent names process pid and returns its parent's pid ("?" and 0 when
+// it is gone).
+func (c *procCache) parent(pid int) (string, int) {
+	for range 2 { // a second time when the entry kept was of a process gone
+		e, fresh := c.acquire(pid)
+		if e == nil {
+			return "?", 0
+		}
+		var buf [512]byte
+		n, err := unix.Pread(e.stat, buf[:], 0)
+		if err != nil || n <= 0 {
+			c.release(e, true)
+			if fresh {
+				return "?", 0
+			}
+			continue
+		}
+		st, _ := parseStat(buf[:n])
+		mark := imageMark(buf[:n])
+		c.mu.Lock()
+		name := e.name
+		if e.mark != mark {
+			name = ""
+		}
+		c.mu.Unlock()
+		if name == "" {
+			name = exeNameAt(e.dir)
+			c.mu.Lock()
+			e.name, e.mark = name, mark
+			c.mu.Unlock()
+		}
+		c.release(e, false)
+		return name, st.ppid
+	}
+	return "?", 0
+}
+
+// acquire returns pid's entry, opened now when it was not kept (fresh),
+// held until release; nil when the process cannot be opened.
+func (c *procCache) acquire(pid int) (e *procEntry, fresh bool) {
+	c.mu.Lock()
+	if e := c.m[pid]; e != nil {
+		e.refs++
+		c.mu.Unlock()
+		return e, false
+	}
+	c.mu.Unlock()
+	dir, err := unix.Open("/proc/"+strconv.Itoa(pid), unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	stat, err := unix.Openat(dir, "stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(dir)
+		return nil, false
+	}
+	e = &procEntry{dir: dir, stat: stat, refs: 1}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		e.dropped = true // the cache is closed: this one goes at release
+		return e, true
+	}
+	if old := c.m[pid]; old != nil {
+		c.dropLocked(pid, old) // opened twice at once: the newer stays
+	}
+	if len(c.m) >= maxCachedProcs {
+		for p, o := range c.m {
+			c.dropLocked(p, o)
+		}
+	}
+	c.m[pid] = e
+	return e, true
+}
+
+// release lets go of an entry acquire returned; gone: its process is,
+// and the entry is dropped.
+func (c *procCache) release(e *procEntry, gone bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gone {
+		for p, o := range c.m {
+			if o == e {
+				c.dropLocked(p, e)
+				break
+			}
+		}
+	}
+	e.refs--
+	if e.dropped && e.refs == 0 {
+		e.closeFds()
+	}
+}
+
+func (c *procCache) dropLocked(pid int, e *procEntry) {
+	delete(c.m, pid)
+	e.dropped = true
+	if e.refs == 0 {
+		e.closeFds()
+	}
+}
+
+func (e *procEntry) closeFds() {
+	unix.Close(e.stat)
+	unix.Close(e.dir)
+	e.stat, e.dir = -1, -1
+}
+
+// forget drops the name kept for process pid: an exec of it was let run.
+// The mark would tell the new image from the old unless the two were laid
+// out alike (no address randomisation, the same code size and comm).
+func (c *procCache) forget(pid int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.m[pid]; e != nil {
+		e.name, e.mark = "", ""
+	}
+}
+
+// close lets every entry go; the cache keeps none after.
+func (c *procCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p, e := range c.m {
+		c.dropLocked(p, e)
+	}
+	c.m = nil
+}
+
+// imageMark is what of a stat line an exec changes: the task's comm
+// (field 2) and the start and end of its code and the start of its
+// stack (fields 26-28; zeros without an address space).
+func imageMark(b []byte) string {
+	i := bytes.IndexByte(b, '(')
+	j := bytes.LastIndexByte(b, ')')
+	if i < 0 || j < i {
+		return ""
+	}
+	f := strings.Fields(string(b[j+1:]))
+	if len(f) < 26 {
+		return ""
+	}
+	return string(b[i:j+1]) + " " + f[23] + " " + f[24] + " " + f[25]
+}
+
+// exeNameAt is exeName of the process whose /proc directory dir is.
+func exeNameAt(dir int) string {
+	var buf [unix.PathMax]byte
+	n, err := unix.Readlinkat(dir, "exe", buf[:])
+	if err != nil {
+		return "?"
+	}
+	return filepath.Base(strings.TrimSuffix(string(buf[:n]), " (deleted)"))
 }
 
 // processIDs returns task tid's process (its thread group; tid when it
@@ -319,10 +508,17 @@ func exeName(pid int) string {
 	return filepath.Base(strings.TrimSuffix(string(buf[:n]), " (deleted)"))
 }
 
-// ppidOf is a process's parent, from /proc/PID/stat (0 when it is gone).
-func ppidOf(pid int) int {
-	st, _ := readStat(pid)
-	return st.ppid
+// readlinkProc reads the link /proc/PID/name ("" when it cannot be read)
+// with one system call: os.Readlink starts with 128 bytes and reads again
+// with twice as many until the link fits, and a build's directories are
+// often longer.
+func readlinkProc(pid int, name string) string {
+	var buf [unix.PathMax]byte
+	n, err := unix.Readlink(procPath(pid, name), buf[:])
+	if err != nil {
+		return ""
+	}
+	return string(buf[:n])
 }
 
 // taskStat is what the gate reads of /proc/PID/stat.

@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -165,4 +168,126 @@ func FuzzProcStatus(f *testing.F) {
 			t.Fatalf("stat: %+v", st)
 		}
 	})
+}
+
+// TestProcCacheBoundToProcess: a process the gate keeps open above an
+// exec is read through descriptors bound to it: once it is gone, a read
+// fails (ESRCH), whatever process holds its pid by then, and the cache
+// lets it go rather than take its pid's next holder for it.
+func TestProcCacheBoundToProcess(t *testing.T) {
+	c := newProcCache()
+	defer c.close()
+	cmd := exec.Command("/bin/sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	if name, ppid := c.parent(pid); name != "sleep" || ppid != os.Getpid() {
+		t.Fatalf("a live process: %q, parent %d", name, ppid)
+	}
+	e, fresh := c.acquire(pid)
+	if e == nil || fresh {
+		t.Fatalf("the process is not kept: %v %v", e, fresh)
+	}
+	cmd.Process.Kill()
+	cmd.Wait() // reaped: its pid is free for the next process
+	var buf [512]byte
+	if _, err := unix.Pread(e.stat, buf[:], 0); !errors.Is(err, unix.ESRCH) {
+		t.Fatalf("reading a reaped process's stat: %v, want ESRCH", err)
+	}
+	if name := exeNameAt(e.dir); name != "?" {
+		t.Fatalf("a reaped process's image through its directory: %q", name)
+	}
+	c.release(e, false)
+	name, ppid := c.parent(pid)
+	if name == "sleep" && ppid == os.Getpid() {
+		t.Fatalf("a reaped process is still read as alive")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o := c.m[pid]; o == e {
+		t.Fatalf("the entry of a process gone is kept")
+	}
+}
+
+// TestProcCacheSeesExec: a process kept with the name of its image is
+// named by its new image after an exec, with no word from the gate (the
+// mark of the image in its stat changed).
+func TestProcCacheSeesExec(t *testing.T) {
+	c := newProcCache()
+	defer c.close()
+	cmd := exec.Command("/bin/bash", "-c", "read x; exec /bin/sleep 1000")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	if name, _ := c.parent(pid); name != "bash" {
+		t.Fatalf("before the exec: %q", name)
+	}
+	in.Write([]byte("go\n"))
+	for deadline := time.Now().Add(30 * time.Second); exeName(pid) != "sleep"; {
+		if time.Now().After(deadline) {
+			t.Fatal("the process did not exec sleep")
+		}
+		time.Sleep(time.Millisecond) // waiting for the exec, not timing it
+	}
+	if name, ppid := c.parent(pid); name != "sleep" || ppid != os.Getpid() {
+		t.Fatalf("after the exec: %q, parent %d", name, ppid)
+	}
+}
+
+// TestProcCacheConcurrent: the two judges of a launch read ancestries at
+// once, some of processes that die meanwhile; every descriptor the cache
+// opened is closed when it is (run it with -race).
+func TestProcCacheConcurrent(t *testing.T) {
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	c := newProcCache()
+	var cmds []*exec.Cmd
+	for range 4 {
+		cmd := exec.Command("/bin/sleep", "1000")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				k := (g + i) % len(cmds)
+				cmd := cmds[k]
+				// cmds[0] dies: what its pid names after is whatever holds it.
+				if name, ppid := c.parent(cmd.Process.Pid); k != 0 && (name != "sleep" || ppid != os.Getpid()) {
+					t.Errorf("pid %d: %q, parent %d", cmd.Process.Pid, name, ppid)
+				}
+				if i == 100 && g == 0 {
+					cmds[0].Process.Kill()
+					cmds[0].Wait()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, cmd := range cmds[1:] {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	c.close()
+	if n := fds(); n != before {
+		t.Fatalf("%d descriptors open after the cache closed, %d before", n, before)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -93,16 +94,18 @@ const (
 // turn's holder ever receives: a receive blocks until a request comes,
 // and nothing else could end it.
 type supervisor struct {
-	fd       seccomp.ScmpFd
+	fd       int // the listener
 	leader   int // the launch's process: the launcher, then its program
 	judge    ExecJudge
 	programs *ProgramIndex
 	budget   refusalBudget // of refusals named in full (refuse_linux.go)
+	procs    *procCache
 
 	ctx     context.Context
 	cancel  context.CancelFunc
 	stopR   *os.File
 	stopW   *os.File
+	stopFd  int // stopR's descriptor (os.File.Fd costs an fcntl a call)
 	asks    sync.WaitGroup
 	workers sync.WaitGroup
 	turn    chan struct{} // held by the worker that receives
@@ -127,8 +130,8 @@ func supervise(fd, leader int, judge ExecJudge, programs *ProgramIndex) (*superv
 	// than waking a thread on another one (Linux 6.6; else as before).
 	_ = unix.IoctlSetInt(fd, unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &supervisor{fd: seccomp.ScmpFd(fd), leader: leader, judge: judge, programs: programs,
-		ctx: ctx, cancel: cancel, stopR: r, stopW: w, done: make(chan struct{}), first: true,
+	s := &supervisor{fd: fd, stopR: r, stopW: w, stopFd: int(r.Fd()), leader: leader, judge: judge, programs: programs,
+		procs: newProcCache(), ctx: ctx, cancel: cancel, done: make(chan struct{}), first: true,
 		turn: make(chan struct{}, 1), quit: make(chan struct{})}
 	s.turn <- struct{}{}
 	s.workers.Add(judgeWorkers)
@@ -154,8 +157,9 @@ func (s *supervisor) wait() {
 	defer close(s.done)
 	s.workers.Wait()
 	s.asks.Wait()
+	s.procs.close()
 	s.stopR.Close()
-	unix.Close(int(s.fd))
+	unix.Close(s.fd)
 }
 
 // end stops every worker: the launch's last process is gone, or stop.
@@ -187,7 +191,7 @@ func (s *supervisor) work() {
 // (its process died before it was received), false when the launch's
 // last process is gone (POLLHUP) or the supervisor stops.
 func (s *supervisor) receive() (*seccomp.ScmpNotifReq, bool) {
-	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.stopR.Fd()), Events: unix.POLLIN}}
+	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.stopFd), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
 		if _, err := unix.Poll(fds, -1); err != nil {
@@ -202,9 +206,9 @@ func (s *supervisor) receive() (*seccomp.ScmpNotifReq, bool) {
 		}
 		ev := fds[0].Revents
 		if ev&unix.POLLIN != 0 {
-			req, err := seccomp.NotifReceive(s.fd)
+			req, err := notifReceive(s.fd)
 			if err != nil {
-				if errors.Is(err, syscall.ENOENT) {
+				if errors.Is(err, unix.ENOENT) {
 					return nil, true // the process died before it was received
 				}
 				return nil, false
@@ -271,6 +275,9 @@ func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
 			s.setFirst(false)
 		}
 		answered := s.respond(req.ID, v.Allow, unix.EPERM)
+		if answered && v.Allow {
+			s.procs.forget(r.Pid) // its image is another now
+		}
 		switch {
 		case launcher && v.Allow && !answered:
 			s.setFirst(true) // a signal restarted the exec as a new request
@@ -284,12 +291,15 @@ func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
 	}
 	r.Environ = nil
 	s.asks.Add(1)
-	leader := r.Pid == s.leader
+	leader, pid := r.Pid == s.leader, r.Pid
 	go func() {
 		defer s.asks.Done()
 		allow := v.Ask(s.ctx)
-		if s.respond(req.ID, allow, unix.EPERM) && allow && leader {
-			s.newLeaderImage()
+		if s.respond(req.ID, allow, unix.EPERM) && allow {
+			s.procs.forget(pid)
+			if leader {
+				s.newLeaderImage()
+			}
 		}
 	}()
 }
@@ -310,14 +320,14 @@ func (s *supervisor) newLeaderImage() {
 // respond answers a request; false when it no longer waits (its process
 // died, or a signal restarted the call as a new request).
 func (s *supervisor) respond(id uint64, allow bool, errno syscall.Errno) bool {
-	resp := &seccomp.ScmpNotifResp{ID: id}
+	resp := notifResp{ID: id}
 	if allow {
-		resp.Flags = seccomp.NotifRespFlagContinue
+		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
 	} else {
-		resp.Error = int32(errno)
-		resp.Val = ^uint64(0)
+		resp.Error = -int32(errno)
+		resp.Val = -1
 	}
-	return seccomp.NotifRespond(s.fd, resp) == nil
+	return notifIoctl(s.fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)) == nil
 }
 
 // read gathers what a request says, from the process's memory and /proc.
@@ -326,7 +336,13 @@ func (s *supervisor) respond(id uint64, allow bool, errno syscall.Errno) bool {
 // exist, is not a regular file, or a pointer is bad).
 func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, *procMem, syscall.Errno) {
 	tid := int(req.Pid)
-	name, _ := req.Data.Syscall.GetName()
+	name := ""
+	switch int(req.Data.Syscall) {
+	case unix.SYS_EXECVE:
+		name = "execve"
+	case unix.SYS_EXECVEAT:
+		name = "execveat"
+	}
 	args := req.Data.Args
 	if len(args) < 6 {
 		return nil, nil, unix.EINVAL
@@ -368,7 +384,7 @@ func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, *procMem, sy
 	case err != nil:
 		r.Unreadable = fmt.Errorf("the arguments: %w", err)
 	}
-	r.Cwd, _ = os.Readlink(procPath(tid, "cwd"))
+	r.Cwd = readlinkProc(tid, "cwd")
 	exe, st, errno := resolveExecutable(tid, dirfd, path, flags, s.programs)
 	if errno != 0 {
 		if !s.valid(req.ID) {
@@ -382,7 +398,7 @@ func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, *procMem, sy
 		argv0 = r.Argv[0]
 	}
 	r.Program, r.IdentifiedBy = s.programs.Identify(exe, &st, argv0)
-	r.Parents, r.Pid, r.PPid = parents(tid, s.leader, s.leaderProgram)
+	r.Parents, r.Pid, r.PPid = parents(tid, s.leader, s.leaderProgram, s.procs)
 	if !s.valid(req.ID) {
 		return nil, nil, 0
 	}
@@ -406,7 +422,9 @@ func (s *supervisor) leaderProgram() string {
 
 // valid reports whether the request still waits (its process lives and
 // has not been answered).
-func (s *supervisor) valid(id uint64) bool { return seccomp.NotifIDValid(s.fd, id) == nil }
+func (s *supervisor) valid(id uint64) bool {
+	return notifIoctl(s.fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id)) == nil
+}
 
 // sameProcess reports whether task tid is a thread of process pid.
 func sameProcess(tid, pid int) bool {
@@ -415,4 +433,63 @@ func sameProcess(tid, pid int) bool {
 	}
 	_, err := os.Stat(procPath(pid, "task/"+strconv.Itoa(tid)))
 	return err == nil
+}
+
+// The listener's requests and answers, as the kernel lays them out
+// (linux/seccomp.h): the gate speaks to the listener with ioctl(2)
+// directly, with no allocation or cgo call per request.
+type notifData struct {
+	Nr   int32
+	Arch uint32
+	IP   uint64
+	Args [6]uint64
+}
+
+type notifReq struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Data  notifData
+}
+
+type notifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+// The sizes the ioctl numbers encode.
+var (
+	_ [80 - unsafe.Sizeof(notifReq{})]struct{}
+	_ [unsafe.Sizeof(notifReq{}) - 80]struct{}
+	_ [24 - unsafe.Sizeof(notifResp{})]struct{}
+	_ [unsafe.Sizeof(notifResp{}) - 24]struct{}
+)
+
+// notifIoctl is one request to the listener, retried when a signal
+// interrupts it.
+func notifIoctl(fd int, op uintptr, arg unsafe.Pointer) error {
+	for {
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), op, uintptr(arg))
+		switch e {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
+		}
+		return e
+	}
+}
+
+// notifReceive receives one request (it blocks until one is pending).
+// The kernel's seccomp_data is the gateway's own architecture's: the
+// gate's filter kills a process of any other.
+func notifReceive(fd int) (*seccomp.ScmpNotifReq, error) {
+	var n notifReq // zeroed, as the kernel requires
+	if err := notifIoctl(fd, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err != nil {
+		return nil, err
+	}
+	return &seccomp.ScmpNotifReq{ID: n.ID, Pid: n.Pid, Flags: n.Flags, Data: seccomp.ScmpNotifData{
+		Syscall: seccomp.ScmpSyscall(n.Data.Nr), Arch: seccomp.ArchNative, InstrPointer: n.Data.IP, Args: n.Data.Args[:]}}, nil
 }

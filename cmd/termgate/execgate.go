@@ -69,9 +69,10 @@ type gateSession struct {
 // gateCall is a call in flight on a session: the channel a confirmation
 // goes through, and the refusals its result reports.
 type gateCall struct {
-	ctx  context.Context
-	req  *mcp.CallToolRequest
-	info callInfo
+	ctx    context.Context
+	req    *mcp.CallToolRequest
+	info   callInfo
+	client Client // the client of req, read once: each read decodes the request's _meta
 
 	mu      sync.Mutex
 	refused []execRefusal
@@ -124,10 +125,10 @@ func (x *execGate) forExec(ctx context.Context, req *mcp.CallToolRequest, comman
 	if x == nil {
 		return nil, nil
 	}
-	call := &gateCall{ctx: ctx, req: req, info: callOf(ctx)}
+	call := &gateCall{ctx: ctx, req: req, info: callOf(ctx), client: clientOf(req)}
 	gate := x.forSession()
 	gate.Judge = func(id string) sandbox.ExecJudge {
-		st := gateState{ref: GateRef{ID: id, Confined: confined}, home: home, client: clientOf(req), call: call, last: call.info,
+		st := gateState{ref: GateRef{ID: id, Confined: confined}, home: home, client: call.client, call: call, last: call.info,
 			line: command, confirmed: confirmed, session: &gateSession{}}
 		return x.judge(func() gateState { return st })
 	}
@@ -185,7 +186,7 @@ func (x *execGate) begin(ctx context.Context, id string, req *mcp.CallToolReques
 	if x == nil {
 		return ctx, func() {}
 	}
-	call := &gateCall{ctx: ctx, req: req, info: callOf(ctx)}
+	call := &gateCall{ctx: ctx, req: req, info: callOf(ctx), client: clientOf(req)}
 	x.mu.Lock()
 	gs := x.sessionLocked(id)
 	gs.calls = append(gs.calls, call)
@@ -305,7 +306,7 @@ func (x *execGate) judge(state func() gateState) sandbox.ExecJudge {
 			gin.Exec.Env = r.Environ()
 		}
 		if st.call != nil {
-			gin.Client = clientOf(st.call.req)
+			gin.Client = st.call.client
 		}
 		var d Decision
 		switch {

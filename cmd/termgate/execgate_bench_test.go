@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -11,6 +16,9 @@ import (
 // (enforce, the default) and one with --exec-gate=off, both confined and
 // audited, driven in alternation (the order swapped each round) so that
 // a noisy spell of a shared machine falls on both. Figures are medians.
+// gateway-cpu is the CPU time the gate's server spent on a round less
+// the other's (their children aside): the machine's load moves it far
+// less than the wall time.
 //
 //	go test ./cmd/termgate -run '^$' -bench ExecGate -benchtime 15x
 
@@ -32,14 +40,16 @@ func newGatePair(b *testing.B, setup func(dir string)) gatePair {
 }
 
 // run sends line to both sessions b.N times, alternating, and returns
-// each side's durations.
-func (p gatePair) run(b *testing.B, line string, check func(map[string]any)) (on, off []time.Duration) {
-	send := func(s *server, id string) time.Duration {
+// each side's durations, and the CPU time each server spent on them.
+func (p gatePair) run(b *testing.B, line string, check func(map[string]any)) (on, off, cpuOn, cpuOff []time.Duration) {
+	send := func(s *server, id string) (time.Duration, time.Duration) {
+		c0 := serverCPU(b, s)
 		t0 := time.Now()
 		r := s.send(id, line, "timeout_ms", 600000)
 		d := time.Since(t0)
+		c := serverCPU(b, s) - c0
 		check(r)
-		return d
+		return d, c
 	}
 	for range 2 { // warm up: page cache, the program index, the first decisions
 		send(p.on, p.idOn)
@@ -47,16 +57,38 @@ func (p gatePair) run(b *testing.B, line string, check func(map[string]any)) (on
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		if i%2 == 0 {
-			on = append(on, send(p.on, p.idOn))
-			off = append(off, send(p.off, p.idOff))
-		} else {
-			off = append(off, send(p.off, p.idOff))
-			on = append(on, send(p.on, p.idOn))
+		for _, gate := range []bool{i%2 == 0, i%2 != 0} {
+			if gate {
+				d, c := send(p.on, p.idOn)
+				on, cpuOn = append(on, d), append(cpuOn, c)
+			} else {
+				d, c := send(p.off, p.idOff)
+				off, cpuOff = append(off, d), append(cpuOff, c)
+			}
 		}
 	}
 	b.StopTimer()
-	return on, off
+	return on, off, cpuOn, cpuOff
+}
+
+// serverCPU is the CPU time a server's process has used (all its
+// threads; not its children's), from /proc/PID/stat, in clock ticks of
+// 10 ms: a round of a benchmark takes hundreds of them.
+func serverCPU(b *testing.B, s *server) time.Duration {
+	buf, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(buf[bytes.LastIndexByte(buf, ')')+1:]))
+	if len(f) < 13 {
+		b.Fatalf("server stat: %q", buf)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("server stat: %q", buf)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }
 
 // pairedMedian is the median of the rounds' differences (on[i] -
@@ -90,7 +122,7 @@ func BenchmarkExecGatePerExec(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			p := newGatePair(b, func(string) {})
 			const n = 1000
-			on, off := p.run(b, c.loop, func(r map[string]any) {
+			on, off, cpuOn, cpuOff := p.run(b, c.loop, func(r map[string]any) {
 				if str(r, "output") != "ok" {
 					b.Fatalf("output %q", str(r, "output"))
 				}
@@ -100,6 +132,7 @@ func BenchmarkExecGatePerExec(b *testing.B) {
 			b.ReportMetric(float64(mOff)/float64(time.Millisecond), "off-ms")
 			b.ReportMetric(float64(mOn-mOff)/n/float64(time.Microsecond), "added-µs/exec")
 			b.ReportMetric(float64(pairedMedian(on, off))/n/float64(time.Microsecond), "paired-µs/exec")
+			b.ReportMetric(float64(median(cpuOn)-median(cpuOff))/n/float64(time.Microsecond), "gateway-cpu-µs/exec")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
@@ -110,7 +143,7 @@ func BenchmarkExecGatePerExec(b *testing.B) {
 // (target: within 10 %).
 func BenchmarkExecGateMake(b *testing.B) {
 	p := newGatePair(b, func(dir string) { writeCProject(b, filepath.Join(dir, "c"), 32) })
-	on, off := p.run(b, "make -s -C c clean && make -s -C c -j2 && ./c/app", func(r map[string]any) {
+	on, off, cpuOn, cpuOff := p.run(b, "make -s -C c clean && make -s -C c -j2 && ./c/app", func(r map[string]any) {
 		if str(r, "output") != "sum 528" {
 			b.Fatalf("output %q", str(r, "output"))
 		}
@@ -120,5 +153,6 @@ func BenchmarkExecGateMake(b *testing.B) {
 	b.ReportMetric(float64(mOff)/float64(time.Millisecond), "off-ms")
 	b.ReportMetric(100*(float64(mOn)/float64(mOff)-1), "added-%")
 	b.ReportMetric(100*float64(pairedMedian(on, off))/float64(mOff), "paired-%")
+	b.ReportMetric(float64(median(cpuOn)-median(cpuOff))/float64(time.Millisecond), "gateway-cpu-ms/build")
 	b.ReportMetric(0, "ns/op")
 }
