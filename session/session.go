@@ -1400,14 +1400,8 @@ func (s *Session) readingTerminalLocked() bool {
 	if s.pty == nil || s.exited {
 		return false
 	}
-	pgid, tty := 0, ttyID{}
-	s.ctl(func(fd uintptr) {
-		if g, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP); err == nil && g > 0 {
-			pgid = g
-		}
-		tty, _ = terminalOf(fd)
-	})
-	return pgid > 0 && waitingForInput(leaderOrNewest(pgid), tty)
+	_, reading := s.foregroundReading()
+	return reading
 }
 
 // programLocked returns the terminal's foreground program name.

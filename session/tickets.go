@@ -196,14 +196,8 @@ func (s *Session) mayReachShell() bool {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return false
 	}
-	pgid, tty := 0, ttyID{}
-	s.ctl(func(fd uintptr) {
-		if g, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP); err == nil && g > 0 {
-			pgid = g
-		}
-		tty, _ = terminalOf(fd)
-	})
-	return pgid == s.cmd.Process.Pid || pgid <= 0 || !waitingForInput(leaderOrNewest(pgid), tty)
+	pgid, reading := s.foregroundReading()
+	return pgid == s.cmd.Process.Pid || pgid <= 0 || !reading
 }
 
 // issueTicket issues a ticket for an Enter about to be typed, when it

@@ -96,6 +96,20 @@ func (s *Session) foregroundGroup() (pgid int) {
 	return pgid
 }
 
+// foregroundReading returns the terminal's foreground process group and
+// whether its program is blocked reading the terminal itself (not a pipe,
+// a socket or a file).
+func (s *Session) foregroundReading() (pgid int, reading bool) {
+	tty := ttyID{}
+	s.ctl(func(fd uintptr) {
+		if g, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP); err == nil && g > 0 {
+			pgid = g
+		}
+		tty, _ = terminalOf(fd)
+	})
+	return pgid, pgid > 0 && waitingForInput(leaderOrNewest(pgid), tty)
+}
+
 // input is where typed bytes go.
 func (s *Session) input() *os.File {
 	if s.pty != nil {
