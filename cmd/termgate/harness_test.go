@@ -105,7 +105,18 @@ func startServerVia(t testing.TB, opts *mcp.ClientOptions, wrap func(mcp.Transpo
 		t.Fatalf("connecting to termgate: %v", err)
 	}
 	s := &server{t: t, cmd: cmd, cs: cs, log: &log, logw: logw}
-	t.Cleanup(func() { s.close() })
+	t.Cleanup(func() {
+		s.close()
+		if t.Failed() {
+			// What the server said (a race report, a panic's stack) is
+			// what a failure on a machine one cannot reach is read from.
+			text := s.logText()
+			if len(text) > 16<<10 {
+				text = "…" + text[len(text)-16<<10:]
+			}
+			t.Logf("the server's log:\n%s", text)
+		}
+	})
 	return s
 }
 
