@@ -223,9 +223,6 @@ func BenchmarkLaunch(b *testing.B) {
 					b.Fatal(err)
 				}
 				la.closeChildEnds(cmd)
-				if err := la.send(cmd.Process.Pid); err != nil {
-					b.Fatal(err)
-				}
 				err = la.started(cmd)
 				la.close()
 				if err != nil {
