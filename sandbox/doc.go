@@ -155,11 +155,10 @@
 // (memory.limit_in_bytes and memsw), or memory.max in its v2 cgroup. Kill freezes the cgroup (or uses
 // cgroup.kill), kills every member, thaws it and waits until it is empty:
 // a swarm that keeps forking and calling setsid cannot outrun it. The
-// gateway moves the launcher into its cgroups as soon as it has started
-// (a move between v1 cgroups waits for an RCU grace period, which then
-// overlaps the launcher's own start), and only then sends it its spec:
-// the launcher blocks on the spec, so nothing of the launch runs outside
-// its cgroups.
+// launcher joins its cgroups itself, once its runtime has started and
+// before it confines itself: moved in earlier, a launcher's own runtime
+// (a race-detector build's above all) was charged to a small memory
+// limit and could die before it ran the program.
 //
 // The Landlock ABI is checked, never assumed: below MinABI a launch fails,
 // unless the spec says best effort, and then the session's status says
