@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -256,10 +257,58 @@ func Main() {
 			fail("%v", err)
 		}
 	}
-	path := s.Argv[0]
-	if err := unix.Exec(path, s.Argv, s.Env); err != nil {
-		fail("exec %s: %v", path, err)
+	var data uint64
+	if !s.Unconfined {
+		data = uint64(s.Limits.Memory)
 	}
+	err = execLimited(s.Argv[0], s.Argv, s.Env, data, status)
+	fail("%v", err)
+}
+
+// execLimited lowers the data limit (RLIMIT_DATA, the profile's memory
+// per process) to data, unless it is 0, and execs path. The limit comes
+// last, at the exec, and not with the other limits in confine: the
+// launcher's own Go runtime (a race-built one is large) allocates while
+// it confines itself and loads the exec gate's filter, and an allocation
+// the limit refuses is a fatal error of the runtime, not an error the
+// launcher could report. Between the limit and execve nothing is
+// allocated: the C strings are made first, both calls are raw system
+// calls, and an exec that fails after the limit says why through the
+// status pipe with bytes made beforehand, then exits at once.
+//
+// It returns only an error from before the limit took effect.
+func execLimited(path string, argv, env []string, data uint64, status *os.File) error {
+	p, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return fmt.Errorf("exec %s: %v", path, err)
+	}
+	a, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return fmt.Errorf("exec %s: %v", path, err)
+	}
+	e, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return fmt.Errorf("exec %s: %v", path, err)
+	}
+	prefix := []byte("exec " + path + ": ")
+	fd := status.Fd()
+	if data > 0 {
+		// Limits only go down: one already lower stays.
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(unix.RLIMIT_DATA, &cur); err == nil && cur.Max < data {
+			data = cur.Max
+		}
+		lim := unix.Rlimit{Cur: data, Max: data}
+		if _, _, errno := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_DATA, uintptr(unsafe.Pointer(&lim)), 0, 0, 0); errno != 0 {
+			return fmt.Errorf("setrlimit %d: %v", unix.RLIMIT_DATA, errno)
+		}
+	}
+	_, _, errno := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&e[0])))
+	why := errno.Error() // a string of the errno table: nothing allocated
+	unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&prefix[0])), uintptr(len(prefix)))
+	unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.StringData(why))), uintptr(len(why)))
+	unix.RawSyscall(unix.SYS_EXIT_GROUP, 126, 0, 0)
+	return nil // not reached: exit_group does not return
 }
 
 // confine applies the spec to this process: directory, cgroup,
@@ -308,7 +357,7 @@ func confine(s Spec) error {
 	}{
 		{unix.RLIMIT_NOFILE, uint64(s.Limits.OpenFiles)},
 		{unix.RLIMIT_FSIZE, uint64(s.Limits.FileSize)},
-		{unix.RLIMIT_DATA, uint64(s.Limits.Memory)},
+		// RLIMIT_DATA is set at the exec (execLimited).
 		{unix.RLIMIT_NPROC, uint64(s.Limits.Processes)},
 		{unix.RLIMIT_CORE, 0},
 	}

@@ -154,3 +154,46 @@ func TestLauncherNeedsASealedSpec(t *testing.T) {
 		t.Fatalf("an unsealed spec: %v", err)
 	}
 }
+
+// TestDataLimitComesAtTheExec: the data limit (RLIMIT_DATA, the
+// profile's memory per process) is lowered at the exec, once the
+// launcher's own runtime is done allocating (the exec gate's filter is
+// built after the other limits): a limit far below what the launcher
+// itself maps still starts the program, which runs under it, however much
+// the launcher allocates for the exec itself.
+func TestDataLimitComesAtTheExec(t *testing.T) {
+	if Probe().LandlockABI < MinABI {
+		t.Skip("this kernel cannot confine")
+	}
+	check := func(t *testing.T, out string) {
+		if got := strings.TrimSpace(out); got != "1024" {
+			t.Fatalf("the program's data limit is %q KiB, want 1024", got)
+		}
+	}
+	spec := func(t *testing.T) Spec {
+		s := testSpec(t, newLayout(t))
+		s.Limits.Memory = 1 << 20
+		s.Argv = []string{"/bin/sh", "-c", "ulimit -d"} // in KiB
+		// An environment of 720 KiB: the launcher copies it for execve,
+		// which takes memory its heap does not have yet.
+		for i := range 12 {
+			s.Env = append(s.Env, fmt.Sprintf("BIG%d=%s", i, strings.Repeat("x", 60<<10)))
+		}
+		return s
+	}
+	t.Run("plain", func(t *testing.T) {
+		out, err := launch(t, spec(t), nil)
+		if err != nil {
+			t.Fatalf("a launch with a 1 MiB data limit: %v", err)
+		}
+		check(t, out)
+	})
+	t.Run("exec gate", func(t *testing.T) {
+		needGate(t)
+		out, werr, _, _ := gatedSpec(t, spec(t), &recorder{})
+		if werr != nil {
+			t.Fatalf("a gated launch with a 1 MiB data limit: %v: %s", werr, out)
+		}
+		check(t, out)
+	})
+}
