@@ -100,6 +100,11 @@ func IsLauncher() bool { return len(os.Args) > 1 && os.Args[1] == LaunchArg }
 type launcher struct {
 	status *os.File // reads the launcher's status: closes empty on exec
 	gate   *os.File // receives the exec gate's listener, or nil
+	// The spec, sent once the launcher has started and been put in its
+	// cgroups (send), and the pipe's end it goes through.
+	spec  []byte
+	specW *os.File
+	joins []string // the cgroup.procs files the launcher is put in
 	// The egress proxy of a proxy launch, the gateway's end of the
 	// socket its listeners come over (nil without a network namespace),
 	// and what each listener is (see EgressSession.serve).
@@ -109,15 +114,24 @@ type launcher struct {
 }
 
 // prepare sets cmd up to run spec's program through the launcher: cmd's
-// path becomes this executable, the spec goes on fd 3, a status pipe on
-// fd 4, then the egress channel of a proxy launch and the exec gate's
-// socket, each on the descriptor the spec names (Isolate.FD, GateFD).
+// path becomes this executable, the spec's pipe goes on fd 3 (send
+// writes the spec), a status pipe on fd 4, then the egress channel of a
+// proxy launch and the exec gate's socket, each on the descriptor the
+// spec names (Isolate.FD, GateFD).
+//
+// The launcher is put in the launch's cgroups by the gateway (send),
+// not by itself: moving a process between v1 cgroups waits for an RCU
+// grace period (about 10 ms), which then overlaps the launcher's own
+// start instead of following it. The launcher blocks reading the spec,
+// and the spec is written only once every move is done, so it confines
+// itself, and forks or execs anything, only inside its cgroups.
 func prepare(cmd *exec.Cmd, spec Spec) (*launcher, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: finding termgate's own executable: %w", err)
 	}
-	l := &launcher{egress: spec.Egress}
+	l := &launcher{egress: spec.Egress, joins: spec.Cgroups}
+	spec.Cgroups = nil   // joined by send
 	var extra []*os.File // the launcher's ends beyond fd 4, in descriptor order
 	fail := func(err error) (*launcher, error) {
 		for _, f := range extra {
@@ -166,14 +180,7 @@ func prepare(cmd *exec.Cmd, spec Spec) (*launcher, error) {
 		specW.Close()
 		return fail(err)
 	}
-	l.status = statusR
-	_, err = specW.Write(b) // fits in the pipe's buffer
-	specW.Close()
-	if err != nil {
-		specR.Close()
-		statusW.Close()
-		return fail(err)
-	}
+	l.status, l.spec, l.specW = statusR, b, specW
 	cmd.Path = self
 	cmd.Args = []string{"termgate-launch", LaunchArg}
 	cmd.Dir = "/"
@@ -194,8 +201,31 @@ func (l *launcher) closeChildEnds(cmd *exec.Cmd) {
 	}
 }
 
+// send puts the started launcher (pid) in its cgroups, then writes its
+// spec (it fits in the pipe's buffer: fitPipe) and closes the pipe. A
+// launcher that cannot be put in its cgroups is never sent a spec.
+func (l *launcher) send(pid int) error {
+	for _, procs := range l.joins {
+		if err := os.WriteFile(procs, []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("sandbox: putting the launcher in its cgroup: %w", err)
+		}
+	}
+	_, err := l.specW.Write(l.spec)
+	if cerr := l.specW.Close(); err == nil {
+		err = cerr
+	}
+	l.specW = nil
+	if err != nil {
+		return fmt.Errorf("sandbox: sending the launcher its spec: %w", err)
+	}
+	return nil
+}
+
 // close releases the gateway's ends.
 func (l *launcher) close() {
+	if l.specW != nil {
+		l.specW.Close()
+	}
 	if l.status != nil {
 		l.status.Close()
 	}
@@ -340,6 +370,9 @@ func confine(s Spec) error {
 	if err != nil {
 		return err
 	}
+	// The gateway put this process in the launch's cgroups before it
+	// sent the spec (launcher.send); a spec that names cgroups still
+	// (one handed over as it is) is joined here.
 	pid := strconv.Itoa(os.Getpid())
 	for _, procs := range s.Cgroups {
 		if err := os.WriteFile(procs, []byte(pid), 0); err != nil {

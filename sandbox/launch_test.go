@@ -79,6 +79,9 @@ func launchRaw(t *testing.T, s Spec) (string, error) {
 		t.Fatal(err)
 	}
 	ln.closeChildEnds(cmd)
+	if err := ln.send(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
 	err = ln.started(cmd)
 	werr := cmd.Wait()
 	if err == nil && werr != nil {
@@ -196,4 +199,42 @@ func TestDataLimitComesAtTheExec(t *testing.T) {
 		}
 		check(t, out)
 	})
+}
+
+// TestLaunchInItsCgroups: the program (and so the launcher before it,
+// which the gateway puts there before it sends the spec) runs in every
+// cgroup of its launch, one per hierarchy.
+func TestLaunchInItsCgroups(t *testing.T) {
+	l := newLayout(t)
+	s := testSpec(t, l)
+	s.Argv = []string{"/bin/sh", "-c", "read x"}
+	cmd := exec.Command("/bin/false")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := cgroupName(t)
+	launch, err := Start(cmd, s, Options{Name: name}, cmd.Start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer launch.End()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", cmd.Process.Pid))
+	stdin.Close() // read ends at EOF (exit status 1)
+	_ = cmd.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if launch.cgroup == nil {
+		t.Skip("no cgroup here")
+	}
+	in := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.HasSuffix(line, "/"+name) {
+			in++
+		}
+	}
+	if in == 0 || in != len(launch.cgroup.ProcsFiles()) {
+		t.Fatalf("the program is in %d of its launch's %d cgroups (%s): %s", in, len(launch.cgroup.ProcsFiles()), name, b)
+	}
 }
