@@ -3,14 +3,17 @@
 // seccomp, resource limits, a cgroup, no capabilities.
 //
 // The session's process is termgate re-executed as a launcher (main checks
-// IsLauncher first thing). The launcher reads its Spec from fd 3, closes
+// IsLauncher first thing). The gateway puts the launcher in the
+// session's cgroups, then sends it its Spec on fd 3. The launcher closes
 // every other inherited descriptor, opens its working directory and every
-// granted path, moves into the session's cgroups, unshares its namespaces
-// (Isolation: a private /dev/shm; for a proxy session, a network of its
-// own), sets rlimits, PR_SET_PDEATHSIG, its identity (--session-user),
-// drops every capability, sets no_new_privs, applies Landlock, loads the
-// seccomp filter last (which refuses mount, unshare and setns to the
-// session), and execs the program. A status pipe (fd 4, close-on-exec) closes empty when
+// granted path, unshares its namespaces (Isolation: a private /dev/shm;
+// for a proxy session, a network of its own), sets rlimits,
+// PR_SET_PDEATHSIG, its identity (--session-user), drops every
+// capability, sets no_new_privs, applies Landlock, loads the seccomp
+// filter (which refuses mount, unshare and setns to the session) and the
+// exec gate's, lowers the data limit (RLIMIT_DATA) last, with nothing
+// allocated between it and the exec, and execs the program: an
+// allocation the limit refused would kill the launcher's Go runtime. A status pipe (fd 4, close-on-exec) closes empty when
 // the exec happened, or carries the reason it did not. The gateway itself
 // is never confined.
 //
@@ -155,10 +158,11 @@
 // (memory.limit_in_bytes and memsw), or memory.max in its v2 cgroup. Kill freezes the cgroup (or uses
 // cgroup.kill), kills every member, thaws it and waits until it is empty:
 // a swarm that keeps forking and calling setsid cannot outrun it. The
-// launcher joins its cgroups itself, once its runtime has started and
-// before it confines itself: moved in earlier, a launcher's own runtime
-// (a race-detector build's above all) was charged to a small memory
-// limit and could die before it ran the program.
+// gateway moves the launcher into its cgroups as soon as it has started
+// (a move between v1 cgroups waits for an RCU grace period, which then
+// overlaps the launcher's own start), and only then sends it its spec:
+// the launcher blocks on the spec, so nothing of the launch runs outside
+// its cgroups.
 //
 // The Landlock ABI is checked, never assumed: below MinABI a launch fails,
 // unless the spec says best effort, and then the session's status says

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,7 @@ import (
 type Egress struct {
 	judge    func(context.Context, *EgressSession, Destination) Verdict
 	report   func(*EgressSession, Connection)
+	panicked func(*EgressSession, any, []byte)
 	hosts    map[string][]netip.Addr
 	resolver *net.Resolver
 	dial     time.Duration
@@ -80,6 +82,10 @@ type EgressOptions struct {
 	// Helper is the executable ssh's ProxyCommand runs (default: this
 	// one).
 	Helper string
+	// Panicked is told of a panic that ended one connection's service
+	// (the value and the stack), for the server's log: the connection is
+	// reset and reported with an error, and the proxy goes on serving.
+	Panicked func(s *EgressSession, v any, stack []byte)
 }
 
 // Destination is one new destination of a session, as the judge sees it.
@@ -151,7 +157,7 @@ func NewEgress(o EgressOptions) (*Egress, error) {
 	if o.Judge == nil {
 		return nil, errors.New("sandbox: the egress proxy needs a judge")
 	}
-	e := &Egress{judge: o.Judge, report: o.Report, hosts: map[string][]netip.Addr{}, resolver: net.DefaultResolver,
+	e := &Egress{judge: o.Judge, report: o.Report, panicked: o.Panicked, hosts: map[string][]netip.Addr{}, resolver: net.DefaultResolver,
 		dial: o.DialTimeout, helper: o.Helper, sessions: map[*EgressSession]struct{}{}}
 	if e.dial <= 0 {
 		e.dial = defaultDial
@@ -322,9 +328,36 @@ func (s *EgressSession) accept(l net.Listener, d *Direct) {
 			defer func() { <-s.sem }()
 			defer s.untrack(c)
 			defer c.Close()
+			defer s.recoverConn(c, time.Now())
 			s.handle(c, d)
 		}()
 	}
+}
+
+// recoverConn is the safety net of one connection's service: a panic
+// (a bug wherever it comes from: the proxy, the judge, the report) resets
+// the connection, is reported as the connection's error and told to
+// Panicked with its stack, and the proxy goes on serving the session's
+// other connections. It is deferred, so it recovers.
+func (s *EgressSession) recoverConn(c net.Conn, start time.Time) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	stack := debug.Stack()
+	reset(c)
+	// Neither hook may take the gateway down in turn.
+	func() {
+		defer func() { _ = recover() }()
+		if s.e.panicked != nil {
+			s.e.panicked(s, v, stack)
+		}
+	}()
+	func() {
+		defer func() { _ = recover() }()
+		s.reportConn(Connection{Destination: Destination{Session: s.name, Profile: s.profile}, Start: start,
+			Err: "termgate: an internal error ended this connection (the server's log has it)"})
+	}()
 }
 
 func (s *EgressSession) track(c net.Conn) bool {

@@ -223,6 +223,9 @@ func BenchmarkLaunch(b *testing.B) {
 					b.Fatal(err)
 				}
 				la.closeChildEnds(cmd)
+				if err := la.send(cmd.Process.Pid); err != nil {
+					b.Fatal(err)
+				}
 				err = la.started(cmd)
 				la.close()
 				if err != nil {

@@ -448,3 +448,62 @@ func FuzzAddress(f *testing.F) {
 		}
 	})
 }
+
+// TestEgressSurvivesAPanic: a panic while one connection is served (here
+// in the judge) resets that connection, is told to Panicked and reported
+// as the connection's error, and the proxy goes on serving.
+func TestEgressSurvivesAPanic(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "still serving")
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	log := &egressLog{ended: make(chan struct{}, 64), verdic: func(d Destination) Verdict {
+		if d.Host == "denied.test" {
+			panic("a bug in the judge")
+		}
+		return allowNames("allowed.test")(d)
+	}}
+	lo := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	panics := make(chan string, 4)
+	e, err := NewEgress(EgressOptions{Judge: log.judge, Report: log.report, Helper: "/nonexistent",
+		Hosts: map[string][]netip.Addr{"allowed.test": lo, "denied.test": lo},
+		Panicked: func(_ *EgressSession, v any, stack []byte) {
+			panics <- fmt.Sprint(v, " ", strings.Contains(string(stack), "TestEgressSurvivesAPanic"))
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	s := e.NewSession()
+	s.name, s.profile, s.netns = "s-test", "default", true
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.serve([]net.Listener{ln}, []string{"proxy"})
+	c := proxyClient(ln.Addr().String())
+	if _, err := c.Get(fmt.Sprintf("http://denied.test:%d/", port)); err == nil {
+		t.Fatal("the connection whose judge panicked was answered")
+	}
+	select {
+	case p := <-panics:
+		if p != "a bug in the judge true" {
+			t.Fatalf("Panicked was told %q, want the value and the stack of the panic", p)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Panicked was never told")
+	}
+	if got := log.next(t); !strings.Contains(got.Err, "internal error") || got.Session != "s-test" {
+		t.Fatalf("the connection was reported as %+v", got)
+	}
+	resp, err := c.Get(fmt.Sprintf("http://allowed.test:%d/", port))
+	if err != nil {
+		t.Fatalf("the proxy after a panic: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "still serving" {
+		t.Fatalf("body %q", body)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -99,6 +100,11 @@ func IsLauncher() bool { return len(os.Args) > 1 && os.Args[1] == LaunchArg }
 type launcher struct {
 	status *os.File // reads the launcher's status: closes empty on exec
 	gate   *os.File // receives the exec gate's listener, or nil
+	// The spec, sent once the launcher has started and been put in its
+	// cgroups (send), and the pipe's end it goes through.
+	spec  []byte
+	specW *os.File
+	joins []string // the cgroup.procs files the launcher is put in
 	// The egress proxy of a proxy launch, the gateway's end of the
 	// socket its listeners come over (nil without a network namespace),
 	// and what each listener is (see EgressSession.serve).
@@ -108,15 +114,24 @@ type launcher struct {
 }
 
 // prepare sets cmd up to run spec's program through the launcher: cmd's
-// path becomes this executable, the spec goes on fd 3, a status pipe on
-// fd 4, then the egress channel of a proxy launch and the exec gate's
-// socket, each on the descriptor the spec names (Isolate.FD, GateFD).
+// path becomes this executable, the spec's pipe goes on fd 3 (send
+// writes the spec), a status pipe on fd 4, then the egress channel of a
+// proxy launch and the exec gate's socket, each on the descriptor the
+// spec names (Isolate.FD, GateFD).
+//
+// The launcher is put in the launch's cgroups by the gateway (send),
+// not by itself: moving a process between v1 cgroups waits for an RCU
+// grace period (about 10 ms), which then overlaps the launcher's own
+// start instead of following it. The launcher blocks reading the spec,
+// and the spec is written only once every move is done, so it confines
+// itself, and forks or execs anything, only inside its cgroups.
 func prepare(cmd *exec.Cmd, spec Spec) (*launcher, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: finding termgate's own executable: %w", err)
 	}
-	l := &launcher{egress: spec.Egress}
+	l := &launcher{egress: spec.Egress, joins: spec.Cgroups}
+	spec.Cgroups = nil   // joined by send
 	var extra []*os.File // the launcher's ends beyond fd 4, in descriptor order
 	fail := func(err error) (*launcher, error) {
 		for _, f := range extra {
@@ -165,14 +180,7 @@ func prepare(cmd *exec.Cmd, spec Spec) (*launcher, error) {
 		specW.Close()
 		return fail(err)
 	}
-	l.status = statusR
-	_, err = specW.Write(b) // fits in the pipe's buffer
-	specW.Close()
-	if err != nil {
-		specR.Close()
-		statusW.Close()
-		return fail(err)
-	}
+	l.status, l.spec, l.specW = statusR, b, specW
 	cmd.Path = self
 	cmd.Args = []string{"termgate-launch", LaunchArg}
 	cmd.Dir = "/"
@@ -193,8 +201,31 @@ func (l *launcher) closeChildEnds(cmd *exec.Cmd) {
 	}
 }
 
+// send puts the started launcher (pid) in its cgroups, then writes its
+// spec (it fits in the pipe's buffer: fitPipe) and closes the pipe. A
+// launcher that cannot be put in its cgroups is never sent a spec.
+func (l *launcher) send(pid int) error {
+	for _, procs := range l.joins {
+		if err := os.WriteFile(procs, []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("sandbox: putting the launcher in its cgroup: %w", err)
+		}
+	}
+	_, err := l.specW.Write(l.spec)
+	if cerr := l.specW.Close(); err == nil {
+		err = cerr
+	}
+	l.specW = nil
+	if err != nil {
+		return fmt.Errorf("sandbox: sending the launcher its spec: %w", err)
+	}
+	return nil
+}
+
 // close releases the gateway's ends.
 func (l *launcher) close() {
+	if l.specW != nil {
+		l.specW.Close()
+	}
 	if l.status != nil {
 		l.status.Close()
 	}
@@ -256,10 +287,58 @@ func Main() {
 			fail("%v", err)
 		}
 	}
-	path := s.Argv[0]
-	if err := unix.Exec(path, s.Argv, s.Env); err != nil {
-		fail("exec %s: %v", path, err)
+	var data uint64
+	if !s.Unconfined {
+		data = uint64(s.Limits.Memory)
 	}
+	err = execLimited(s.Argv[0], s.Argv, s.Env, data, status)
+	fail("%v", err)
+}
+
+// execLimited lowers the data limit (RLIMIT_DATA, the profile's memory
+// per process) to data, unless it is 0, and execs path. The limit comes
+// last, at the exec, and not with the other limits in confine: the
+// launcher's own Go runtime (a race-built one is large) allocates while
+// it confines itself and loads the exec gate's filter, and an allocation
+// the limit refuses is a fatal error of the runtime, not an error the
+// launcher could report. Between the limit and execve nothing is
+// allocated: the C strings are made first, both calls are raw system
+// calls, and an exec that fails after the limit says why through the
+// status pipe with bytes made beforehand, then exits at once.
+//
+// It returns only an error from before the limit took effect.
+func execLimited(path string, argv, env []string, data uint64, status *os.File) error {
+	p, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return fmt.Errorf("exec %s: %v", path, err)
+	}
+	a, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return fmt.Errorf("exec %s: %v", path, err)
+	}
+	e, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return fmt.Errorf("exec %s: %v", path, err)
+	}
+	prefix := []byte("exec " + path + ": ")
+	fd := status.Fd()
+	if data > 0 {
+		// Limits only go down: one already lower stays.
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(unix.RLIMIT_DATA, &cur); err == nil && cur.Max < data {
+			data = cur.Max
+		}
+		lim := unix.Rlimit{Cur: data, Max: data}
+		if _, _, errno := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_DATA, uintptr(unsafe.Pointer(&lim)), 0, 0, 0); errno != 0 {
+			return fmt.Errorf("setrlimit %d: %v", unix.RLIMIT_DATA, errno)
+		}
+	}
+	_, _, errno := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&e[0])))
+	why := errno.Error() // a string of the errno table: nothing allocated
+	unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&prefix[0])), uintptr(len(prefix)))
+	unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.StringData(why))), uintptr(len(why)))
+	unix.RawSyscall(unix.SYS_EXIT_GROUP, 126, 0, 0)
+	return nil // not reached: exit_group does not return
 }
 
 // confine applies the spec to this process: directory, cgroup,
@@ -291,6 +370,9 @@ func confine(s Spec) error {
 	if err != nil {
 		return err
 	}
+	// The gateway put this process in the launch's cgroups before it
+	// sent the spec (launcher.send); a spec that names cgroups still
+	// (one handed over as it is) is joined here.
 	pid := strconv.Itoa(os.Getpid())
 	for _, procs := range s.Cgroups {
 		if err := os.WriteFile(procs, []byte(pid), 0); err != nil {
@@ -308,7 +390,7 @@ func confine(s Spec) error {
 	}{
 		{unix.RLIMIT_NOFILE, uint64(s.Limits.OpenFiles)},
 		{unix.RLIMIT_FSIZE, uint64(s.Limits.FileSize)},
-		{unix.RLIMIT_DATA, uint64(s.Limits.Memory)},
+		// RLIMIT_DATA is set at the exec (execLimited).
 		{unix.RLIMIT_NPROC, uint64(s.Limits.Processes)},
 		{unix.RLIMIT_CORE, 0},
 	}

@@ -79,6 +79,9 @@ func launchRaw(t *testing.T, s Spec) (string, error) {
 		t.Fatal(err)
 	}
 	ln.closeChildEnds(cmd)
+	if err := ln.send(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
 	err = ln.started(cmd)
 	werr := cmd.Wait()
 	if err == nil && werr != nil {
@@ -152,5 +155,86 @@ func TestLauncherNeedsASealedSpec(t *testing.T) {
 	_, err := launchRaw(t, s)
 	if err == nil || !strings.Contains(err.Error(), "never checked") {
 		t.Fatalf("an unsealed spec: %v", err)
+	}
+}
+
+// TestDataLimitComesAtTheExec: the data limit (RLIMIT_DATA, the
+// profile's memory per process) is lowered at the exec, once the
+// launcher's own runtime is done allocating (the exec gate's filter is
+// built after the other limits): a limit far below what the launcher
+// itself maps still starts the program, which runs under it, however much
+// the launcher allocates for the exec itself.
+func TestDataLimitComesAtTheExec(t *testing.T) {
+	if Probe().LandlockABI < MinABI {
+		t.Skip("this kernel cannot confine")
+	}
+	check := func(t *testing.T, out string) {
+		if got := strings.TrimSpace(out); got != "1024" {
+			t.Fatalf("the program's data limit is %q KiB, want 1024", got)
+		}
+	}
+	spec := func(t *testing.T) Spec {
+		s := testSpec(t, newLayout(t))
+		s.Limits.Memory = 1 << 20
+		s.Argv = []string{"/bin/sh", "-c", "ulimit -d"} // in KiB
+		// An environment of 720 KiB: the launcher copies it for execve,
+		// which takes memory its heap does not have yet.
+		for i := range 12 {
+			s.Env = append(s.Env, fmt.Sprintf("BIG%d=%s", i, strings.Repeat("x", 60<<10)))
+		}
+		return s
+	}
+	t.Run("plain", func(t *testing.T) {
+		out, err := launch(t, spec(t), nil)
+		if err != nil {
+			t.Fatalf("a launch with a 1 MiB data limit: %v", err)
+		}
+		check(t, out)
+	})
+	t.Run("exec gate", func(t *testing.T) {
+		needGate(t)
+		out, werr, _, _ := gatedSpec(t, spec(t), &recorder{})
+		if werr != nil {
+			t.Fatalf("a gated launch with a 1 MiB data limit: %v: %s", werr, out)
+		}
+		check(t, out)
+	})
+}
+
+// TestLaunchInItsCgroups: the program (and so the launcher before it,
+// which the gateway puts there before it sends the spec) runs in every
+// cgroup of its launch, one per hierarchy.
+func TestLaunchInItsCgroups(t *testing.T) {
+	l := newLayout(t)
+	s := testSpec(t, l)
+	s.Argv = []string{"/bin/sh", "-c", "read x"}
+	cmd := exec.Command("/bin/false")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := cgroupName(t)
+	launch, err := Start(cmd, s, Options{Name: name}, cmd.Start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer launch.End()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", cmd.Process.Pid))
+	stdin.Close() // read ends at EOF (exit status 1)
+	_ = cmd.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if launch.cgroup == nil {
+		t.Skip("no cgroup here")
+	}
+	in := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.HasSuffix(line, "/"+name) {
+			in++
+		}
+	}
+	if in == 0 || in != len(launch.cgroup.ProcsFiles()) {
+		t.Fatalf("the program is in %d of its launch's %d cgroups (%s): %s", in, len(launch.cgroup.ProcsFiles()), name, b)
 	}
 }

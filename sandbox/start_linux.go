@@ -142,6 +142,9 @@ func Start(cmd *exec.Cmd, spec Spec, o Options, start func() error) (*Launch, er
 		l.End()
 		return nil, err
 	}
+	if err := ln.send(cmd.Process.Pid); err != nil {
+		return fail(err)
+	}
 	if ln.gate != nil {
 		fd, gerr := receiveListener(ln.gate)
 		if gerr != nil {

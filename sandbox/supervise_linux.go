@@ -113,9 +113,8 @@ type supervisor struct {
 	endOnce sync.Once
 	done    chan struct{}
 
-	mu         sync.Mutex
-	first      bool   // the next request from the leader is the launcher's own
-	leaderName string // the leader's program, read once per image ("": not yet)
+	mu    sync.Mutex
+	first bool // the next request from the leader is the launcher's own
 }
 
 // supervise starts the receive loop on listener fd for the launch whose
@@ -278,11 +277,8 @@ func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
 		if answered && v.Allow {
 			s.procs.forget(r.Pid) // its image is another now
 		}
-		switch {
-		case launcher && v.Allow && !answered:
+		if launcher && v.Allow && !answered {
 			s.setFirst(true) // a signal restarted the exec as a new request
-		case answered && v.Allow && r.Pid == s.leader:
-			s.newLeaderImage()
 		}
 		return
 	}
@@ -291,15 +287,12 @@ func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
 	}
 	r.Environ = nil
 	s.asks.Add(1)
-	leader, pid := r.Pid == s.leader, r.Pid
+	pid := r.Pid
 	go func() {
 		defer s.asks.Done()
 		allow := v.Ask(s.ctx)
 		if s.respond(req.ID, allow, unix.EPERM) && allow {
 			s.procs.forget(pid)
-			if leader {
-				s.newLeaderImage()
-			}
 		}
 	}()
 }
@@ -307,13 +300,6 @@ func (s *supervisor) handle(req *seccomp.ScmpNotifReq) {
 func (s *supervisor) setFirst(v bool) {
 	s.mu.Lock()
 	s.first = v
-	s.mu.Unlock()
-}
-
-// newLeaderImage forgets the leader's program: an exec of it was let run.
-func (s *supervisor) newLeaderImage() {
-	s.mu.Lock()
-	s.leaderName = ""
 	s.mu.Unlock()
 }
 
@@ -405,18 +391,14 @@ func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, *procMem, sy
 	return r, mem, 0
 }
 
-// leaderProgram names the launch's own process, read once per image: the
-// leader can change its image only by an exec, which passes here.
+// leaderProgram names the launch's own process, as procs names the
+// processes above an exec: the name kept is checked against the image's
+// mark in stat at every use. The name cannot be dropped at the leader's
+// exec instead: the answer lets the exec run before anything here could
+// drop it, and the other judge may be asked about the new program's
+// first child in between.
 func (s *supervisor) leaderProgram() string {
-	s.mu.Lock()
-	name := s.leaderName
-	s.mu.Unlock()
-	if name == "" {
-		name = exeName(s.leader)
-		s.mu.Lock()
-		s.leaderName = name
-		s.mu.Unlock()
-	}
+	name, _ := s.procs.parent(s.leader)
 	return name
 }
 

@@ -285,9 +285,39 @@ func (x *execGate) state(id string) gateState {
 }
 
 // judge is a launch's ExecJudge: it runs on the launch's supervisor
-// goroutines, two execs of a launch at a time at most.
+// goroutines, two execs of a launch at a time at most. A panic while an
+// exec is judged (or a human asked about it) refuses that exec, goes to
+// the server's log with its stack and to the audit log as a tool error,
+// and the supervisor goes on: nothing on this path may take the gateway
+// down.
 func (x *execGate) judge(state func() gateState) sandbox.ExecJudge {
+	judge := x.judgeExec(state)
+	return func(ctx context.Context, r *sandbox.ExecRequest) (v sandbox.ExecVerdict) {
+		defer func() {
+			if p := recover(); p != nil {
+				x.g.panicked(ctx, "the exec gate", p, GateInput{Action: "exec", Program: r.Program})
+				v = sandbox.ExecVerdict{}
+			}
+		}()
+		v = judge(ctx, r)
+		if ask := v.Ask; ask != nil {
+			v.Ask = func(ctx context.Context) (allow bool) {
+				defer func() {
+					if p := recover(); p != nil {
+						x.g.panicked(ctx, "the exec gate's question", p, GateInput{Action: "exec", Program: r.Program})
+						allow = false
+					}
+				}()
+				return ask(ctx)
+			}
+		}
+		return v
+	}
+}
+
+func (x *execGate) judgeExec(state func() gateState) sandbox.ExecJudge {
 	return func(ctx context.Context, r *sandbox.ExecRequest) sandbox.ExecVerdict {
+		x.g.testPanicPoint("exec gate")
 		st := state()
 		if r.Refusal != nil {
 			// Not an exec: a call the profile refused, already answered.

@@ -242,3 +242,37 @@ func TestExecJudgeLinksAreNotCached(t *testing.T) {
 		t.Fatal("readsLinks")
 	}
 }
+
+// TestExecJudgePanicRefuses: a panic while an exec is judged refuses the
+// exec, is recorded as a tool error with an incident, and the judge goes
+// on judging the next one.
+func TestExecJudgePanicRefuses(t *testing.T) {
+	g, aud := judgeGateway(t, "enforce")
+	armed := true
+	g.testOnlyPanic = func(where string) {
+		if where == "exec gate" && armed {
+			armed = false
+			panic("injected panic at " + where)
+		}
+	}
+	judge := g.gate.forSession().Judge("s-1")
+	if v := judge(context.Background(), execReq("/bin/true")); v.Allow || v.Ask != nil {
+		t.Fatalf("an exec whose judge panicked: %+v, want refused", v)
+	}
+	if v := judge(context.Background(), execReq("/bin/true")); !v.Allow {
+		t.Fatalf("the exec after the panic: %+v, want allowed", v)
+	}
+	g.gate.queue.close()
+	n := 0
+	for _, r := range readRecords(t, aud.log.Path()) {
+		if field(r, "event.action") == "tool-error" {
+			n++
+			if msg, _ := field(r, "error.message").(string); !strings.Contains(msg, "exec gate") || !strings.Contains(msg, "incident") {
+				t.Errorf("the tool error says %q", msg)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d tool-error records, want 1", n)
+	}
+}

@@ -1,0 +1,48 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestLeaderNamedByItsImageNow: the launch's own process is named by the
+// image it runs now, even when nothing told the supervisor of its exec
+// (the other judge may be asked about the new program's first child
+// before the one that let the exec run has done anything after its
+// answer).
+func TestLeaderNamedByItsImageNow(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "read x; exec /bin/sleep 60")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	s := &supervisor{leader: cmd.Process.Pid, procs: newProcCache()}
+	defer s.procs.close()
+	if got := s.leaderProgram(); got != "sh" && got != "dash" && got != "bash" {
+		t.Fatalf("the leader before its exec is named %q", got)
+	}
+	in.Write([]byte("go\n"))
+	// Ready when the kernel shows the new image (no fixed wait).
+	exe := "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/exe"
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if p, _ := os.Readlink(exe); p == "/usr/bin/sleep" || p == "/bin/sleep" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the leader never exec'd sleep")
+		}
+	}
+	if got := s.leaderProgram(); got != "sleep" {
+		t.Fatalf("the leader after its exec is named %q, want sleep", got)
+	}
+}
