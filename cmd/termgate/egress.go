@@ -277,20 +277,26 @@ func (eg *egressGate) refused(ctx context.Context) ([]Refusal, int) {
 	return r, n
 }
 
-// current is the newest call in flight on es, and its state.
-func (eg *egressGate) current(es *sandbox.EgressSession) (*egressState, *egressCall) {
+// current is the newest call in flight on es, its state, and the
+// session's client as it is now: a call sets the client (eg.call) while
+// the proxy's goroutines judge and report, so it is read here, under the
+// lock, and never from the state afterwards.
+func (eg *egressGate) current(es *sandbox.EgressSession) (*egressState, *egressCall, Client) {
 	eg.mu.Lock()
 	defer eg.mu.Unlock()
 	st := eg.states[es]
-	if st == nil || len(st.calls) == 0 {
-		return st, nil
+	if st == nil {
+		return nil, nil, Client{}
 	}
-	return st, st.calls[len(st.calls)-1]
+	if len(st.calls) == 0 {
+		return st, nil, st.client
+	}
+	return st, st.calls[len(st.calls)-1], st.client
 }
 
 // judge is the proxy's judge.
 func (eg *egressGate) judge(ctx context.Context, es *sandbox.EgressSession, d sandbox.Destination) sandbox.Verdict {
-	st, call := eg.current(es)
+	st, call, client := eg.current(es)
 	if st == nil {
 		return sandbox.Verdict{Rule: "sandbox.egress_unknown", Reason: "the gateway does not know this session"}
 	}
@@ -309,7 +315,7 @@ func (eg *egressGate) judge(ctx context.Context, es *sandbox.EgressSession, d sa
 		return v
 	}
 	gin := GateInput{
-		Action: ActionConnect, Text: d.String(), Program: d.Program, Client: st.client,
+		Action: ActionConnect, Text: d.String(), Program: d.Program, Client: client,
 		Session: &GateRef{ID: d.Session},
 		Connect: &GateConnect{Host: d.Host, Port: d.Port, Program: d.Program, Via: d.Via, Address: d.Address, AddressClass: d.AddressClass, Resolved: d.Resolved, Profile: d.Profile},
 	}
@@ -622,7 +628,7 @@ func (a *answerRecorder) Confirm(ctx context.Context, req *mcp.CallToolRequest, 
 // report is the proxy's report: a network record, and a refusal for the
 // call in flight (or the next one).
 func (eg *egressGate) report(es *sandbox.EgressSession, c sandbox.Connection) {
-	st, call := eg.current(es)
+	st, call, client := eg.current(es)
 	if st == nil {
 		return
 	}
@@ -632,7 +638,7 @@ func (eg *egressGate) report(es *sandbox.EgressSession, c sandbox.Connection) {
 	}
 	c.Reason = eg.g.stages.redact(c.Reason)
 	c.Err = eg.g.stages.redact(c.Err)
-	in := GateInput{Action: ActionConnect, Program: c.Program, Client: st.client, Session: &GateRef{ID: c.Session}}
+	in := GateInput{Action: ActionConnect, Program: c.Program, Client: client, Session: &GateRef{ID: c.Session}}
 	if err := eg.g.stages.record(ctx, AuditEvent{Kind: KindNetwork, Input: in, Network: &c}); err != nil {
 		eg.auditBad.Store(true)
 		eg.g.log.Error("audit: recording a connection", "session", c.Session, "destination", c.Destination.String(), "err", err)
