@@ -26,6 +26,7 @@ var keys = func() map[string]*ast.Term {
 		"dynamic_shell", "reverse_shell", "sql", "dialect", "statements", "classes", "verb", "object", "where",
 		"terminal", "reads_lines", "judged", "echo", "ahead", "readers",
 		"connect", "host", "port", "via", "address", "address_class", "resolved",
+		"credentials",
 	} {
 		m[k] = ast.StringTerm(k)
 	}
@@ -185,6 +186,7 @@ func (c Command) term() *ast.Term {
 	if c.Cwd != "" {
 		kv = append(kv, "cwd", str(c.Cwd))
 	}
+	kv = append(kv, "credentials", strs(c.Credentials)) // null: not derived
 	return obj(kv...)
 }
 
