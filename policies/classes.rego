@@ -76,7 +76,7 @@ credential_reads contains [c.name, w] if {
 # The engine derives each command's credentials (the words of
 # credential_words that are credential(w), as this file defines them) on
 # every command of a line whose words_listed holds credential_substrings
-# (null on the others): a lookup instead of a comprehension and a glob
+# (absent on the others): a lookup instead of a comprehension and a glob
 # match per word. A document without them (a bundle's own tests, another
 # engine) computes them here.
 command_credentials(c) := c.credentials if {

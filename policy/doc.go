@@ -60,7 +60,7 @@
 // credential(w) (classes.rego) find among its words, derived by the
 // engine with the glob library OPA's glob.match uses: a list (possibly
 // empty) on every command of a line whose words_listed holds
-// credential_substrings, null on the others; the rules compute them
+// credential_substrings, absent on the others; the rules compute them
 // themselves for a document without them. They were the largest part of
 // the evaluation of every line that names a credential file.
 //

@@ -186,7 +186,9 @@ func (c Command) term() *ast.Term {
 	if c.Cwd != "" {
 		kv = append(kv, "cwd", str(c.Cwd))
 	}
-	kv = append(kv, "credentials", strs(c.Credentials)) // null: not derived
+	if c.Credentials != nil { // derived (a list, possibly empty), else absent
+		kv = append(kv, "credentials", strs(c.Credentials))
+	}
 	return obj(kv...)
 }
 
