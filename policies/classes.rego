@@ -70,6 +70,18 @@ credential_reads contains [c.name, w] if {
 	not c.name in cfg.credential_users
 	not c.name in cfg.data_commands
 	c.name != ""
+	some w in command_credentials(c)
+}
+
+# The engine derives each command's credentials (the words of
+# credential_words that are credential(w), as this file defines them) on
+# every command of a line whose words_listed holds credential_substrings
+# (absent on the others): a lookup instead of a comprehension and a glob
+# match per word. A document without them (a bundle's own tests, another
+# engine) computes them here.
+command_credentials(c) := c.credentials if {
+	is_array(c.credentials)
+} else := {w |
 	some w in credential_words(c)
 	credential(w)
 }

@@ -72,6 +72,7 @@ var pyDynamicModules = map[string]bool{"ctypes": true, "cffi": true, "_ctypes": 
 // and ChildByFieldName allocate and convert C strings on every call; by
 // id, a node costs one call into C.)
 var pyGrammarOnce = sync.OnceValue(func() pyGrammarT {
+	tsLibcAllocator()
 	g := pyGrammarT{lang: ts.NewLanguage(tspython.Language()), fields: map[string]uint16{}}
 	n := g.lang.NodeKindCount()
 	g.kinds = make([]string, n)

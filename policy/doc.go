@@ -52,8 +52,17 @@
 // and, in each command and the shell (derived, see below):
 //
 //	command:   "cwd": "/", "paths": ["/usr"]    // rm -rf usr after cd /
+//	command:   "credentials": ["~/.ssh/id_rsa"] // the words that name credential files
 //	redirect:  "path": "/etc/passwd"            // > passwd, in /etc
 //	shell:     "hosts": ["169.254.169.254"], "gateway_refs": ["/var/log/termgate/audit.jsonl"]
+//
+// A command's credentials are what the bundle's credential_words and
+// credential(w) (classes.rego) find among its words, derived by the
+// engine with the glob library OPA's glob.match uses: a list (possibly
+// empty) on every command of a line whose words_listed holds
+// credential_substrings, absent on the others; the rules compute them
+// themselves for a document without them. They were the largest part of
+// the evaluation of every line that names a credential file.
 //
 // program is the program that reads the input, identified by its
 // executable (/proc/PID/exe), not by the name it gives itself, and behind

@@ -263,10 +263,11 @@ type Bundle struct {
 	modules  map[string]string // path → source, for Explain
 	lists    listIndex         // which lists of data.termgate.lists hold a string
 	shell    *shellData        // the runners and options the shell analysis follows
+	creds    *credentialIndex  // which words of a command name credential files, or nil
 }
 
 // index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic and each
-// command's Flags and Operands from sh.Commands, always: rules rely on
+// command's Flags, Operands and Credentials from sh.Commands, always: rules rely on
 // them, so a caller's own values are never trusted. It writes into sh and
 // its commands.
 func (b *Bundle) index(sh *Shell, gw *Gateway) {
@@ -276,6 +277,7 @@ func (b *Bundle) index(sh *Shell, gw *Gateway) {
 	for i := range sh.Commands {
 		c := &sh.Commands[i]
 		c.deriveArgs()
+		c.Credentials = nil
 		sh.Names = addOnce(sh.Names, c.Name)
 		sh.Dynamic = sh.Dynamic || c.Dynamic
 		b.lists.mark(&sh.Listed, c.Name)
@@ -311,6 +313,7 @@ func (b *Bundle) index(sh *Shell, gw *Gateway) {
 	slices.Sort(sh.Names)
 	slices.Sort(sh.Listed)
 	slices.Sort(sh.WordsListed)
+	b.creds.derive(sh, slices.Contains(sh.WordsListed, "credential_substrings"))
 }
 
 // indexCode derives c.Names and c.Listed (the lists that hold a call's
@@ -790,6 +793,7 @@ func compile(ctx context.Context, f files, src string) (*Bundle, error) {
 	}
 	b.Rules, b.Profiles = describe(f.data)
 	b.lists = newListIndex(f.data)
+	b.creds = newCredentialIndex(f.data)
 	if b.shell, err = newShellData(f.data); err != nil {
 		return nil, fmt.Errorf("policy bundle %s: %w", src, err)
 	}

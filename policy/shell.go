@@ -122,6 +122,12 @@ type Command struct {
 	// the program acts on. Derived by the engine.
 	Cwd   string   `json:"cwd,omitempty"`
 	Paths []string `json:"paths"`
+	// Credentials are the words of the command that name a credential
+	// file (credentials.go), a list (possibly empty) on every command of
+	// a line that holds a credential word (input.shell.words_listed holds
+	// credential_substrings), absent on the others (omitzero: an empty
+	// list stays). Derived by the engine.
+	Credentials []string `json:"credentials,omitzero"`
 }
 
 // deriveArgs fills c.Flags and c.Operands from c.Args.

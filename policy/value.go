@@ -26,6 +26,7 @@ var keys = func() map[string]*ast.Term {
 		"dynamic_shell", "reverse_shell", "sql", "dialect", "statements", "classes", "verb", "object", "where",
 		"terminal", "reads_lines", "judged", "echo", "ahead", "readers",
 		"connect", "host", "port", "via", "address", "address_class", "resolved",
+		"credentials",
 	} {
 		m[k] = ast.StringTerm(k)
 	}
@@ -184,6 +185,9 @@ func (c Command) term() *ast.Term {
 	}
 	if c.Cwd != "" {
 		kv = append(kv, "cwd", str(c.Cwd))
+	}
+	if c.Credentials != nil { // derived (a list, possibly empty), else absent
+		kv = append(kv, "credentials", strs(c.Credentials))
 	}
 	return obj(kv...)
 }
