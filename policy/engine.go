@@ -472,6 +472,11 @@ func (idx listIndex) mark(into *[]string, s string) {
 	}
 }
 
+// evalTimeout bounds one evaluation, in wall time: a runaway rule is
+// stopped and the input denied (policy.error). A race-detector build
+// gets evalScale times as long.
+const evalTimeout = evalScale * time.Second
+
 // Engine evaluates decisions with the bundle in force.
 type Engine struct {
 	src     Source
@@ -495,7 +500,7 @@ type Engine struct {
 // when there is one that loads (a restart works offline), and otherwise
 // downloads the bundle once; it fails when neither gives a bundle.
 func New(ctx context.Context, src Source) (*Engine, error) {
-	e := &Engine{src: src, timeout: time.Second}
+	e := &Engine{src: src, timeout: evalTimeout}
 	e.parsers.New = func() any { return newParser() }
 	if src.Remote != nil {
 		if err := e.startRemote(ctx); err != nil {
