@@ -34,7 +34,7 @@ func fit(r Record, limit int) ([]byte, error) {
 			sort.Strings(cut)
 			r.Set("termgate.truncated", cut)
 		}
-		canon, err := json.Marshal(r)
+		canon, err := canonical(r)
 		if err != nil || len(canon) <= limit {
 			return canon, err
 		}
@@ -76,7 +76,7 @@ func fit(r Record, limit int) ([]byte, error) {
 			return canon, nil
 		}
 	}
-	return json.Marshal(r)
+	return canonical(r)
 }
 
 // TruncationMarker is the text that ends a cut string, for a value of n

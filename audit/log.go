@@ -234,7 +234,7 @@ func (l *Log) writeLocked(r Record, sync bool) error {
 	r.Set("event.sequence", l.seq+1)
 	r.Set("termgate.chain.prev", l.prev)
 	delete(chainOf(r), "hash")
-	canon, err := json.Marshal(r)
+	canon, err := canonical(r)
 	if err != nil {
 		return fmt.Errorf("audit: encoding a record: %w", err)
 	}

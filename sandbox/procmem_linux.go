@@ -24,42 +24,98 @@ import (
 func procPath(pid int, name string) string { return "/proc/" + strconv.Itoa(pid) + "/" + name }
 
 // procMem reads another process's memory (process_vm_readv: one system
-// call a read, no descriptor to open), keeping the last page-sized window
-// read: argv's strings lie close together, so most take no read of their
-// own. What it read is the asking process's only if the request is still
-// valid after the reading (the supervisor checks): a pid cannot be
+// call a read, no descriptor to open), keeping the last two page-sized
+// windows read: argv's strings lie close together, so most take no read
+// of their own. prime reads the pathname's page and the argv array's in
+// one call. What it read is the asking process's only if the request is
+// still valid after the reading (the supervisor checks): a pid cannot be
 // reused while its task waits in the kernel.
 type procMem struct {
 	read func(p []byte, addr uint64) (int, error)
+	// read2, when set, reads two ranges in one call, as process_vm_readv
+	// does: p whole before q, and nothing of q once p is short.
+	read2 func(p []byte, a uint64, q []byte, b uint64) (int, error)
+	wins  [2]memWindow
+	last  int // the window used last: the other is replaced first
+	bufs  [2][4096]byte
+}
+
+// memWindow is bytes read from base on.
+type memWindow struct {
 	base uint64
-	win  []byte
-	buf  [4096]byte
+	b    []byte
 }
 
 func openMem(pid int) *procMem {
-	return &procMem{read: func(p []byte, addr uint64) (int, error) {
-		local := []unix.Iovec{{Base: &p[0]}}
-		local[0].SetLen(len(p))
-		return unix.ProcessVMReadv(pid, local, []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}, 0)
-	}}
+	return &procMem{
+		read: func(p []byte, addr uint64) (int, error) {
+			local := []unix.Iovec{{Base: &p[0]}}
+			local[0].SetLen(len(p))
+			return unix.ProcessVMReadv(pid, local, []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}, 0)
+		},
+		read2: func(p []byte, a uint64, q []byte, b uint64) (int, error) {
+			local := []unix.Iovec{{Base: &p[0]}, {Base: &q[0]}}
+			local[0].SetLen(len(p))
+			local[1].SetLen(len(q))
+			return unix.ProcessVMReadv(pid, local, []unix.RemoteIovec{{Base: uintptr(a), Len: len(p)}, {Base: uintptr(b), Len: len(q)}}, 0)
+		},
+	}
+}
+
+// prime reads, in one call, the page that holds the pathname from path
+// on, and the page that holds the argv array (the strings are often on
+// it): each read to its page's end, so that neither runs into an unmapped
+// page. When the call gives less, the reads that follow go one by one,
+// as without it.
+func (m *procMem) prime(path, argv uint64) {
+	if m.read2 == nil || path == 0 || argv == 0 {
+		return
+	}
+	const page = 4096
+	pn := page - int(path%page)
+	abase := argv - argv%page
+	n, err := m.read2(m.bufs[0][:pn], path, m.bufs[1][:], abase)
+	if err != nil || n <= 0 {
+		return
+	}
+	m.wins[0] = memWindow{base: path, b: m.bufs[0][:min(n, pn)]}
+	if n > pn {
+		m.wins[1] = memWindow{base: abase, b: m.bufs[1][:n-pn]}
+	}
+	m.last = 0
+}
+
+// cached returns the bytes kept from addr on to the end of a window, or
+// nil.
+func (m *procMem) cached(addr uint64) []byte {
+	for i := range m.wins {
+		w := &m.wins[i]
+		if w.b != nil && addr >= w.base && addr < w.base+uint64(len(w.b)) {
+			m.last = i
+			return w.b[addr-w.base:]
+		}
+	}
+	return nil
 }
 
 // window returns the bytes from addr to the end of what one read gives
 // (at most a page, stopping where the mapping does).
 func (m *procMem) window(addr uint64) ([]byte, error) {
-	if m.win != nil && addr >= m.base && addr < m.base+uint64(len(m.win)) {
-		return m.win[addr-m.base:], nil
+	if w := m.cached(addr); w != nil {
+		return w, nil
 	}
 	if addr == 0 {
 		return nil, unix.EFAULT
 	}
-	n, err := m.read(m.buf[:], addr)
+	k := 1 - m.last
+	buf := m.bufs[k][:]
+	n, err := m.read(buf, addr)
 	if err != nil || n == 0 {
 		// A read that starts on a mapped page and runs into an unmapped
 		// one may fail whole: read to the page's end alone.
 		rest := 4096 - int(addr%4096)
-		if rest < len(m.buf) {
-			n, err = m.read(m.buf[:rest], addr)
+		if rest < len(buf) {
+			n, err = m.read(buf[:rest], addr)
 		}
 		if err != nil || n == 0 {
 			if err == nil || errors.Is(err, unix.EIO) {
@@ -68,8 +124,8 @@ func (m *procMem) window(addr uint64) ([]byte, error) {
 			return nil, err
 		}
 	}
-	m.base, m.win = addr, m.buf[:n]
-	return m.win, nil
+	m.wins[k], m.last = memWindow{base: addr, b: buf[:n]}, k
+	return m.wins[k].b, nil
 }
 
 // str reads a NUL-terminated string of at most max bytes at addr.
@@ -110,7 +166,13 @@ func (m *procMem) strs(addr uint64) ([]string, error) {
 	var ptrs []uint64
 	var raw [64 * 8]byte
 	for {
-		n, err := m.read(raw[:], addr)
+		var n int
+		var err error
+		if w := m.cached(addr); len(w) >= ptrSize {
+			n = copy(raw[:], w) // the array's page, primed
+		} else {
+			n, err = m.read(raw[:], addr)
+		}
 		if err != nil || n < ptrSize {
 			// Near the end of a mapping: one pointer at a time.
 			n, err = m.read(raw[:ptrSize], addr)

@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,6 +51,122 @@ func fileMem(t testing.TB, base uint64, img []byte) *procMem {
 	}
 	fd := int(f.Fd())
 	return &procMem{read: func(p []byte, addr uint64) (int, error) { return unix.Pread(fd, p, int64(addr)) }}
+}
+
+// primedMem is fileMem with read2 as process_vm_readv reads two ranges:
+// the second only once the first was read whole, and an error only when
+// nothing was read.
+func primedMem(t testing.TB, base uint64, img []byte) *procMem {
+	return primed(fileMem(t, base, img))
+}
+
+// sliceMem is fileMem without the file: zeros up to base, then img, and
+// nothing past its end.
+func sliceMem(base uint64, img []byte) *procMem {
+	mem := append(make([]byte, base), img...)
+	return &procMem{read: func(p []byte, addr uint64) (int, error) {
+		if addr >= uint64(len(mem)) {
+			return 0, nil
+		}
+		return copy(p, mem[addr:]), nil
+	}}
+}
+
+func primed(m *procMem) *procMem {
+	m.read2 = func(p []byte, a uint64, q []byte, b uint64) (int, error) {
+		n, err := m.read(p, a)
+		if err != nil || n < len(p) {
+			return n, err
+		}
+		k, err := m.read(q, b)
+		if err != nil || k < 0 {
+			return n, nil
+		}
+		return n + k, nil
+	}
+	return m
+}
+
+// FuzzPrimedReader: reading a request's pathname and argv with their
+// pages primed in one call gives what reading them one by one gives,
+// whatever the memory holds and wherever the two are said to be.
+func FuzzPrimedReader(f *testing.F) {
+	img, at := memImage(4096, []string{"/usr/bin/rm", "-rf", "/home/u"})
+	f.Add(img, uint64(0), at-4096)
+	f.Add(img, at-4096, uint64(3))
+	f.Add(bytes.Repeat([]byte("ab\x00"), 3000), uint64(4093), uint64(4090))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0}, uint64(0), uint64(9000))
+	// The pathname on one page, argv on the next.
+	other, at2 := memImage(8192+40, []string{"cc", "-c", "x.c"})
+	f.Add(append(append([]byte("/usr/bin/cc\x00"), make([]byte, 4096+40-12)...), other...), uint64(0), at2-4096)
+	f.Fuzz(func(t *testing.T, img []byte, path, argv uint64) {
+		if len(img) > 1<<16 || path > 1<<17 || argv > 1<<17 {
+			return
+		}
+		if len(img)%4096 != 0 && path%2 == 0 {
+			img = append(img, make([]byte, 4096-len(img)%4096)...) // mapped to its page's end
+		}
+		plain, pm := sliceMem(4096, img), primed(sliceMem(4096, img))
+		pm.prime(4096+path, 4096+argv)
+		p1, err1 := plain.str(4096+path, maxPathLen)
+		p2, err2 := pm.str(4096+path, maxPathLen)
+		if p1 != p2 || (err1 == nil) != (err2 == nil) || errors.Is(err1, unix.EFAULT) != errors.Is(err2, unix.EFAULT) {
+			t.Fatalf("path: %q %v, primed %q %v", p1, err1, p2, err2)
+		}
+		a1, err1 := plain.strs(4096 + argv)
+		a2, err2 := pm.strs(4096 + argv)
+		if (err1 == nil) != (err2 == nil) || errors.Is(err1, unix.EFAULT) != errors.Is(err2, unix.EFAULT) || len(a1) != len(a2) {
+			t.Fatalf("argv: %q %v, primed %q %v", a1, err1, a2, err2)
+		}
+		for i := range a1 {
+			if a1[i] != a2[i] {
+				t.Fatalf("arg %d: %q, primed %q", i, a1[i], a2[i])
+			}
+		}
+	})
+}
+
+// TestPrimedReaderOneCall: a pathname and an argv whose strings share
+// the array's page are read with one call; a real process's, through
+// process_vm_readv, are what it passed.
+func TestPrimedReaderOneCall(t *testing.T) {
+	img, at := memImage(8192, []string{"rm", "-rf", "/home/u"})
+	path := 8192 + uint64(len(img))
+	img = append(img, "/usr/bin/rm\x00"...)
+	img = append(img, make([]byte, 4096-len(img))...) // the page, mapped whole
+	m := primedMem(t, 8192, img)
+	calls := 0
+	read := m.read
+	m.read = func(p []byte, addr uint64) (int, error) { calls++; return read(p, addr) }
+	m.prime(path, at)
+	p, err := m.str(path, maxPathLen)
+	if err != nil || p != "/usr/bin/rm" {
+		t.Fatalf("path %q %v", p, err)
+	}
+	args, err := m.strs(at)
+	if err != nil || len(args) != 3 || args[2] != "/home/u" {
+		t.Fatalf("argv %q %v", args, err)
+	}
+	if calls != 2 { // read2's own two (the file stands in for one call)
+		t.Fatalf("%d reads after priming, want read2's 2 alone", calls)
+	}
+
+	// This process, read by process_vm_readv: a pathname and an argv in
+	// memory of its own.
+	pathB := append([]byte("/bin/true"), 0)
+	a0, a1 := append([]byte("true"), 0), append([]byte("--x"), 0)
+	arr := []uintptr{uintptr(unsafe.Pointer(&a0[0])), uintptr(unsafe.Pointer(&a1[0])), 0}
+	self := openMem(os.Getpid())
+	self.prime(uint64(uintptr(unsafe.Pointer(&pathB[0]))), uint64(uintptr(unsafe.Pointer(&arr[0]))))
+	p, err = self.str(uint64(uintptr(unsafe.Pointer(&pathB[0]))), maxPathLen)
+	got, err2 := self.strs(uint64(uintptr(unsafe.Pointer(&arr[0]))))
+	runtime.KeepAlive(pathB)
+	runtime.KeepAlive(a0)
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(arr)
+	if err != nil || err2 != nil || p != "/bin/true" || len(got) != 2 || got[0] != "true" || got[1] != "--x" {
+		t.Fatalf("self: %q %v, %q %v", p, err, got, err2)
+	}
 }
 
 func TestArgvReader(t *testing.T) {

@@ -349,6 +349,7 @@ func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, *procMem, sy
 	// still waits afterwards (valid, below): then the task that asked was
 	// alive throughout, and its pid was nobody else's.
 	mem := openMem(tid)
+	mem.prime(pathAddr, argvAddr)
 	gone := func(err error) bool { return errors.Is(err, unix.ESRCH) || !s.valid(req.ID) }
 	path, err := mem.str(pathAddr, maxPathLen)
 	switch {
