@@ -169,14 +169,7 @@ func ratio(a, b int) string {
 func BenchmarkDecideCorpus(b *testing.B) {
 	e := defaultEngine(b)
 	ctx := context.Background()
-	cases := loadCorpus(b)
-	inputs := make([]Input, 0, len(cases)+len(codeCorpus))
-	for _, c := range cases {
-		inputs = append(inputs, c.Input)
-	}
-	for _, c := range codeCorpus {
-		inputs = append(inputs, Input{Action: "input", Program: c.program, Text: c.text})
-	}
+	inputs := benchInputs(b)
 	for _, in := range inputs {
 		if _, err := e.Decide(ctx, in); err != nil {
 			b.Fatal(err)

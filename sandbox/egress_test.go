@@ -80,9 +80,15 @@ func allowNames(names ...string) func(Destination) Verdict {
 // gateway serves the listener a launcher made.
 func testProxy(t *testing.T, verdict func(Destination) Verdict) (string, *egressLog) {
 	t.Helper()
+	return testProxyWith(t, verdict, nil)
+}
+
+// testProxyWith is testProxy with a panic hook (EgressOptions.Panicked).
+func testProxyWith(t *testing.T, verdict func(Destination) Verdict, panicked func(*EgressSession, any, []byte)) (string, *egressLog) {
+	t.Helper()
 	log := &egressLog{ended: make(chan struct{}, 64), verdic: verdict}
 	lo := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
-	e, err := NewEgress(EgressOptions{Judge: log.judge, Report: log.report, Helper: "/nonexistent",
+	e, err := NewEgress(EgressOptions{Judge: log.judge, Report: log.report, Helper: "/nonexistent", Panicked: panicked,
 		Hosts: map[string][]netip.Addr{"allowed.test": lo, "denied.test": lo, "rebind.test": {netip.MustParseAddr("169.254.169.254")}}})
 	if err != nil {
 		t.Fatal(err)
@@ -458,31 +464,16 @@ func TestEgressSurvivesAPanic(t *testing.T) {
 	}))
 	defer srv.Close()
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	log := &egressLog{ended: make(chan struct{}, 64), verdic: func(d Destination) Verdict {
+	panics := make(chan string, 4)
+	proxy, log := testProxyWith(t, func(d Destination) Verdict {
 		if d.Host == "denied.test" {
 			panic("a bug in the judge")
 		}
 		return allowNames("allowed.test")(d)
-	}}
-	lo := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
-	panics := make(chan string, 4)
-	e, err := NewEgress(EgressOptions{Judge: log.judge, Report: log.report, Helper: "/nonexistent",
-		Hosts: map[string][]netip.Addr{"allowed.test": lo, "denied.test": lo},
-		Panicked: func(_ *EgressSession, v any, stack []byte) {
-			panics <- fmt.Sprint(v, " ", strings.Contains(string(stack), "TestEgressSurvivesAPanic"))
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	s := e.NewSession()
-	s.name, s.profile, s.netns = "s-test", "default", true
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.serve([]net.Listener{ln}, []string{"proxy"})
-	c := proxyClient(ln.Addr().String())
+	}, func(_ *EgressSession, v any, stack []byte) {
+		panics <- fmt.Sprint(v, " ", strings.Contains(string(stack), "TestEgressSurvivesAPanic"))
+	})
+	c := proxyClient(proxy)
 	if _, err := c.Get(fmt.Sprintf("http://denied.test:%d/", port)); err == nil {
 		t.Fatal("the connection whose judge panicked was answered")
 	}
