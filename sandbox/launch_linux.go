@@ -306,8 +306,21 @@ func Main() {
 // calls, and an exec that fails after the limit says why through the
 // status pipe with bytes made beforehand, then exits at once.
 //
+// Without a data limit it execs as syscall.Exec does, which also gives
+// the program back the soft limit of open files the Go runtime raised
+// for itself: a launch that sets no limits (an unconfined one, its execs
+// gated) changes none. A launch with a data limit is confined, and
+// confine has set the open-files limit, which syscall.Exec then leaves as
+// it is too.
+//
 // It returns only an error from before the limit took effect.
 func execLimited(path string, argv, env []string, data uint64, status *os.File) error {
+	if data == 0 {
+		if err := unix.Exec(path, argv, env); err != nil {
+			return fmt.Errorf("exec %s: %v", path, err)
+		}
+		return nil // not reached
+	}
 	p, err := syscall.BytePtrFromString(path)
 	if err != nil {
 		return fmt.Errorf("exec %s: %v", path, err)
@@ -322,16 +335,14 @@ func execLimited(path string, argv, env []string, data uint64, status *os.File) 
 	}
 	prefix := []byte("exec " + path + ": ")
 	fd := status.Fd()
-	if data > 0 {
-		// Limits only go down: one already lower stays.
-		var cur unix.Rlimit
-		if err := unix.Getrlimit(unix.RLIMIT_DATA, &cur); err == nil && cur.Max < data {
-			data = cur.Max
-		}
-		lim := unix.Rlimit{Cur: data, Max: data}
-		if _, _, errno := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_DATA, uintptr(unsafe.Pointer(&lim)), 0, 0, 0); errno != 0 {
-			return fmt.Errorf("setrlimit %d: %v", unix.RLIMIT_DATA, errno)
-		}
+	// Limits only go down: one already lower stays.
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_DATA, &cur); err == nil && cur.Max < data {
+		data = cur.Max
+	}
+	lim := unix.Rlimit{Cur: data, Max: data}
+	if _, _, errno := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_DATA, uintptr(unsafe.Pointer(&lim)), 0, 0, 0); errno != 0 {
+		return fmt.Errorf("setrlimit %d: %v", unix.RLIMIT_DATA, errno)
 	}
 	_, _, errno := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&e[0])))
 	why := errno.Error() // a string of the errno table: nothing allocated

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -236,5 +237,32 @@ func TestLaunchInItsCgroups(t *testing.T) {
 	}
 	if in == 0 || in != len(launch.cgroup.ProcsFiles()) {
 		t.Fatalf("the program is in %d of its launch's %d cgroups (%s): %s", in, len(launch.cgroup.ProcsFiles()), name, b)
+	}
+}
+
+// TestUnconfinedLaunchKeepsTheOpenFilesLimit: a launch that sets no
+// limits (unconfined, its execs gated) gives its program the soft limit
+// of open files it was started with, not the one the launcher's Go
+// runtime raised for itself.
+func TestUnconfinedLaunchKeepsTheOpenFilesLimit(t *testing.T) {
+	needGate(t)
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	if lim.Max < 1026 {
+		t.Skipf("the hard limit of open files (%d) leaves no room below it", lim.Max)
+	}
+	low := syscall.Rlimit{Cur: 1024, Max: lim.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	out, werr, _ := gated(t, true, &recorder{}, "/bin/sh", "-c", "ulimit -Sn")
+	if werr != nil {
+		t.Fatalf("the launch: %v: %s", werr, out)
+	}
+	if got := strings.TrimSpace(out); got != "1024" {
+		t.Fatalf("the program's soft limit of open files is %s, want the 1024 it was started with", got)
 	}
 }
