@@ -295,8 +295,8 @@ func (x *execGate) judge(state func() gateState) sandbox.ExecJudge {
 	return func(ctx context.Context, r *sandbox.ExecRequest) (v sandbox.ExecVerdict) {
 		defer func() {
 			if p := recover(); p != nil {
-				x.g.panicked(ctx, "the exec gate", p, GateInput{Action: "exec", Program: r.Program})
 				v = sandbox.ExecVerdict{}
+				x.panicked(ctx, "the exec gate", p, r)
 			}
 		}()
 		v = judge(ctx, r)
@@ -304,8 +304,8 @@ func (x *execGate) judge(state func() gateState) sandbox.ExecJudge {
 			v.Ask = func(ctx context.Context) (allow bool) {
 				defer func() {
 					if p := recover(); p != nil {
-						x.g.panicked(ctx, "the exec gate's question", p, GateInput{Action: "exec", Program: r.Program})
 						allow = false
+						x.panicked(ctx, "the exec gate's question", p, r)
 					}
 				}()
 				return ask(ctx)
@@ -313,6 +313,14 @@ func (x *execGate) judge(state func() gateState) sandbox.ExecJudge {
 		}
 		return v
 	}
+}
+
+// panicked tells the gateway of a panic while r was judged. Telling it
+// writes the audit log, where the panic may have come from: a second
+// panic there is dropped, not let take the gateway down.
+func (x *execGate) panicked(ctx context.Context, where string, p any, r *sandbox.ExecRequest) {
+	defer func() { _ = recover() }()
+	x.g.panicked(ctx, where, p, GateInput{Action: "exec", Program: r.Program})
 }
 
 func (x *execGate) judgeExec(state func() gateState) sandbox.ExecJudge {
