@@ -133,6 +133,20 @@ type egressState struct {
 	hints map[string]string
 }
 
+// liveLocked is call if it has not returned, else the call in flight
+// now, or nil: the proxy read call under the lock and let it go since,
+// and what it adds to a call that returned would never be told. With
+// eg.mu held.
+func (st *egressState) liveLocked(call *egressCall) *egressCall {
+	if call == nil || !call.ended {
+		return call
+	}
+	if n := len(st.calls); n > 0 {
+		return st.calls[n-1]
+	}
+	return nil
+}
+
 type egressKey struct {
 	bundle, host, program, address string
 	port                           int
@@ -146,6 +160,11 @@ type egressCall struct {
 	dropped int
 	ask     []egressQuestion // to ask the human in the call's result
 	asked   int              // questions put to the human during the call
+	// asksTaken: the call's result took its questions (askResult); ended:
+	// the call returned. The proxy's goroutines hold a call past both
+	// (they read it under the lock, then judge or report), and check
+	// these, under the lock, before they add to it.
+	asksTaken, ended bool
 }
 
 // egressQuestion is a destination refused for a human to decide.
@@ -248,6 +267,7 @@ func (eg *egressGate) call(ctx context.Context, req *mcp.CallToolRequest, sessio
 	return context.WithValue(ctx, egressCallKey{}, c), func() {
 		eg.mu.Lock()
 		defer eg.mu.Unlock()
+		c.ended = true
 		for i, x := range st.calls {
 			if x == c {
 				st.calls = append(st.calls[:i], st.calls[i+1:]...)
@@ -347,13 +367,17 @@ func (eg *egressGate) judge(ctx context.Context, es *sandbox.EgressSession, d sa
 		}
 	case dec.Action == Confirm && asksByResult(call.req) && p.Confirmer != nil && eg.g.confirmer != nil:
 		eg.mu.Lock()
-		asked := len(call.ask) < maxAsk
+		open := !call.asksTaken && !call.ended
+		asked := open && len(call.ask) < maxAsk
 		if asked {
 			call.ask = append(call.ask, egressQuestion{in: gin, dec: dec, key: key})
 		}
 		eg.mu.Unlock()
 		why := "this call's result asks the human; an approval runs the call again"
-		if !asked {
+		switch {
+		case !open:
+			why = "the call it came during has made its result, so nobody is asked: run the command again"
+		case !asked:
 			why = "this call's result asks about the first " + fmt.Sprint(maxAsk) + " only"
 		}
 		dec = dec.refused(dec.Reason + " (needs a human's confirmation: " + why + ")")
@@ -456,7 +480,7 @@ func (eg *egressGate) askResult(ctx context.Context, call GateInput) *mcp.CallTo
 	}
 	eg.mu.Lock()
 	qs := c.ask
-	c.ask = nil
+	c.ask, c.asksTaken = nil, true
 	eg.mu.Unlock()
 	if len(qs) == 0 {
 		return nil
@@ -661,6 +685,7 @@ func (eg *egressGate) report(es *sandbox.EgressSession, c sandbox.Connection) {
 		r.hint = h
 		delete(st.hints, r.Destination)
 	}
+	call = st.liveLocked(call)
 	if call != nil {
 		if len(call.refused) < maxRefusals {
 			call.refused = append(call.refused, r)
