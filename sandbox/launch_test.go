@@ -202,9 +202,9 @@ func TestDataLimitComesAtTheExec(t *testing.T) {
 	})
 }
 
-// TestLaunchInItsCgroups: the program (and so the launcher before it,
-// which the gateway puts there before it sends the spec) runs in every
-// cgroup of its launch, one per hierarchy.
+// TestLaunchInItsCgroups: the program runs in every cgroup of its
+// launch, one per hierarchy, now that the gateway (not the launcher)
+// puts the launcher there, before it sends the spec.
 func TestLaunchInItsCgroups(t *testing.T) {
 	l := newLayout(t)
 	s := testSpec(t, l)

@@ -327,7 +327,12 @@ func parents(tid, leader int, leaderName func() string, procs *procCache) (chain
 // and read again when the mark differs: an exec the gate let run, or one
 // under way while it was read, is seen at the next read. A process can
 // change its comm (PR_SET_NAME) but not its image without an exec, and
-// changing the comm only makes the name be read again.
+// changing the comm only makes the name be read again. A known limit: a
+// program that turns address randomisation off and execs an image laid
+// out exactly like the one it replaces, under the same name, keeps the
+// old image's name in the chains of its children until the gate drops it
+// after answering that exec (forget); the exec itself was judged by what
+// it runs.
 type procCache struct {
 	mu sync.Mutex
 	m  map[int]*procEntry
