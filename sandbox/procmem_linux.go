@@ -290,26 +290,30 @@ func readlinkFd(fd int) (string, error) {
 // image, which for tid is the one that asks to exec), and returns tid's
 // process id (its thread group) and its parent's. A process that left
 // the launch's tree (reparented to init) has its chain up to the first
-// process outside. leaderName names the leader.
+// process outside.
 //
 // tid is read by its number (the request's validity, checked after,
-// vouches for it); the processes above it are read through procs, which
-// keeps them open: a read of an open /proc/PID file is of that process
-// or fails, so a pid reused since is never taken for the process that
-// held it, and a process seen before costs one read.
-func parents(tid, leader int, leaderName func() string, procs *procCache) (chain []string, pid, ppid int) {
+// vouches for it); the processes above it, the leader among them, are
+// read through procs, which keeps them open: a read of an open /proc/PID
+// file is of that process or fails, so a pid reused since is never taken
+// for the process that held it, and a process seen before costs one
+// read. The name procs keeps is checked against the image's mark at
+// every read, which also covers the leader's own exec: the answer lets
+// it run at once, and the other judge may be asked about the new
+// program's first child before the one that answered drops any name.
+func parents(tid, leader int, procs *procCache) (chain []string, pid, ppid int) {
 	pid, ppid = processIDs(tid)
 	if pid == leader {
-		return []string{leaderName()}, pid, ppid
+		name, _ := procs.parent(leader)
+		return []string{name}, pid, ppid
 	}
 	chain = append(chain, exeName(tid))
 	for p := ppid; p > 1 && len(chain) < maxParents; {
-		if p == leader {
-			chain = append(chain, leaderName())
-			break
-		}
 		name, pp := procs.parent(p)
 		chain = append(chain, name)
+		if p == leader {
+			break
+		}
 		p = pp
 	}
 	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {

@@ -385,22 +385,11 @@ func (s *supervisor) read(req *seccomp.ScmpNotifReq) (*ExecRequest, *procMem, sy
 		argv0 = r.Argv[0]
 	}
 	r.Program, r.IdentifiedBy = s.programs.Identify(exe, &st, argv0)
-	r.Parents, r.Pid, r.PPid = parents(tid, s.leader, s.leaderProgram, s.procs)
+	r.Parents, r.Pid, r.PPid = parents(tid, s.leader, s.procs)
 	if !s.valid(req.ID) {
 		return nil, nil, 0
 	}
 	return r, mem, 0
-}
-
-// leaderProgram names the launch's own process, as procs names the
-// processes above an exec: the name kept is checked against the image's
-// mark in stat at every use. The name cannot be dropped at the leader's
-// exec instead: the answer lets the exec run before anything here could
-// drop it, and the other judge may be asked about the new program's
-// first child in between.
-func (s *supervisor) leaderProgram() string {
-	name, _ := s.procs.parent(s.leader)
-	return name
 }
 
 // valid reports whether the request still waits (its process lives and
