@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,7 +54,7 @@ import (
 type Egress struct {
 	judge    func(context.Context, *EgressSession, Destination) Verdict
 	report   func(*EgressSession, Connection)
-	panicked func(*EgressSession, any, []byte)
+	panicked func(*EgressSession, any)
 	hosts    map[string][]netip.Addr
 	resolver *net.Resolver
 	dial     time.Duration
@@ -82,10 +81,11 @@ type EgressOptions struct {
 	// Helper is the executable ssh's ProxyCommand runs (default: this
 	// one).
 	Helper string
-	// Panicked is told of a panic that ended one connection's service
-	// (the value and the stack), for the server's log: the connection is
-	// reset and reported with an error, and the proxy goes on serving.
-	Panicked func(s *EgressSession, v any, stack []byte)
+	// Panicked is told of a panic that ended one connection's service,
+	// for the server's log: it runs while the panic is recovered, so
+	// runtime/debug.Stack there holds the panic's frames. The connection
+	// is reset and reported with an error, and the proxy goes on serving.
+	Panicked func(s *EgressSession, v any)
 }
 
 // Destination is one new destination of a session, as the judge sees it.
@@ -336,21 +336,20 @@ func (s *EgressSession) accept(l net.Listener, d *Direct) {
 
 // recoverConn is the safety net of one connection's service: a panic
 // (a bug wherever it comes from: the proxy, the judge, the report) resets
-// the connection, is reported as the connection's error and told to
-// Panicked with its stack, and the proxy goes on serving the session's
-// other connections. It is deferred, so it recovers.
+// the connection, is told to Panicked and reported as the connection's
+// error, and the proxy goes on serving the session's other connections.
+// It is deferred, so it recovers.
 func (s *EgressSession) recoverConn(c net.Conn, start time.Time) {
 	v := recover()
 	if v == nil {
 		return
 	}
-	stack := debug.Stack()
 	reset(c)
 	// Neither hook may take the gateway down in turn.
 	func() {
 		defer func() { _ = recover() }()
 		if s.e.panicked != nil {
-			s.e.panicked(s, v, stack)
+			s.e.panicked(s, v)
 		}
 	}()
 	func() {

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -84,7 +85,7 @@ func testProxy(t *testing.T, verdict func(Destination) Verdict) (string, *egress
 }
 
 // testProxyWith is testProxy with a panic hook (EgressOptions.Panicked).
-func testProxyWith(t *testing.T, verdict func(Destination) Verdict, panicked func(*EgressSession, any, []byte)) (string, *egressLog) {
+func testProxyWith(t *testing.T, verdict func(Destination) Verdict, panicked func(*EgressSession, any)) (string, *egressLog) {
 	t.Helper()
 	log := &egressLog{ended: make(chan struct{}, 64), verdic: verdict}
 	lo := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
@@ -470,8 +471,8 @@ func TestEgressSurvivesAPanic(t *testing.T) {
 			panic("a bug in the judge")
 		}
 		return allowNames("allowed.test")(d)
-	}, func(_ *EgressSession, v any, stack []byte) {
-		panics <- fmt.Sprint(v, " ", strings.Contains(string(stack), "TestEgressSurvivesAPanic"))
+	}, func(_ *EgressSession, v any) {
+		panics <- fmt.Sprint(v, " ", strings.Contains(string(debug.Stack()), "TestEgressSurvivesAPanic"))
 	})
 	c := proxyClient(proxy)
 	if _, err := c.Get(fmt.Sprintf("http://denied.test:%d/", port)); err == nil {

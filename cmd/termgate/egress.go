@@ -188,7 +188,7 @@ type egressCallKey struct{}
 func newEgressGate(g *gateway, hosts map[string][]netip.Addr) (*egressGate, error) {
 	eg := &egressGate{g: g, states: map[*sandbox.EgressSession]*egressState{}, bySession: map[string]*sandbox.EgressSession{}, asks: map[string]egressAsk{}}
 	p, err := sandbox.NewEgress(sandbox.EgressOptions{Judge: eg.judge, Report: eg.report, Hosts: hosts,
-		Panicked: func(es *sandbox.EgressSession, v any, _ []byte) {
+		Panicked: func(es *sandbox.EgressSession, v any) {
 			g.panicked(context.Background(), "the egress proxy", v, GateInput{Session: &GateRef{ID: es.Name()}})
 		}})
 	if err != nil {
