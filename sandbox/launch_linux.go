@@ -335,11 +335,7 @@ func execLimited(path string, argv, env []string, data uint64, status *os.File) 
 	}
 	prefix := []byte("exec " + path + ": ")
 	fd := status.Fd()
-	// Limits only go down: one already lower stays.
-	var cur unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_DATA, &cur); err == nil && cur.Max < data {
-		data = cur.Max
-	}
+	data = lowered(unix.RLIMIT_DATA, data)
 	lim := unix.Rlimit{Cur: data, Max: data}
 	if _, _, errno := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_DATA, uintptr(unsafe.Pointer(&lim)), 0, 0, 0); errno != 0 {
 		return fmt.Errorf("setrlimit %d: %v", unix.RLIMIT_DATA, errno)
@@ -415,11 +411,7 @@ func confine(s Spec) error {
 		if l.v == 0 && l.res != unix.RLIMIT_CORE {
 			continue
 		}
-		// Limits only go down: one already lower stays.
-		var cur unix.Rlimit
-		if err := unix.Getrlimit(l.res, &cur); err == nil && cur.Max < l.v {
-			l.v = cur.Max
-		}
+		l.v = lowered(l.res, l.v)
 		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.v, Max: l.v}); err != nil {
 			return fmt.Errorf("setrlimit %d: %v", l.res, err)
 		}
@@ -452,6 +444,16 @@ func confine(s Spec) error {
 		return err
 	}
 	return applySeccomp(s)
+}
+
+// lowered is v for resource res, or the hard limit in force when that is
+// lower: limits only go down, and one already lower stays.
+func lowered(res int, v uint64) uint64 {
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(res, &cur); err == nil && cur.Max < v {
+		return cur.Max
+	}
+	return v
 }
 
 // dropCapabilities empties the bounding, ambient, effective, permitted and
