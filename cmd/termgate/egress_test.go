@@ -10,20 +10,28 @@ import (
 	"github.com/termgate/termgate/sandbox"
 )
 
+// egressGateOfOne is an egress gate in process (the default bundle, an
+// audit log in a temporary directory) with one proxy session, s-1.
+func egressGateOfOne(t *testing.T) (*egressGate, *sandbox.EgressSession) {
+	t.Helper()
+	g, _ := judgeGateway(t, "enforce")
+	eg, err := newEgressGate(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eg.close)
+	es := eg.newSession()
+	eg.started("s-1", es)
+	return eg, es
+}
+
 // TestEgressClientReadUnderLock: a call on a session sets the session's
 // client while the proxy's goroutines report connections and judge
 // destinations with it; neither reads it outside the lock (a report of
 // the last command's connection racing the next call's start stopped
 // the race-built server). It shows the race under -race, as CI runs it.
 func TestEgressClientReadUnderLock(t *testing.T) {
-	g, _ := judgeGateway(t, "enforce")
-	eg, err := newEgressGate(g, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eg.close()
-	es := eg.newSession()
-	eg.started("s-1", es)
+	eg, es := egressGateOfOne(t)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -52,14 +60,7 @@ func TestEgressClientReadUnderLock(t *testing.T) {
 // a call that returned meanwhile goes to the call in flight now, or is
 // kept for the next one; it is never added to the call that is gone.
 func TestEgressRefusalAfterItsCallReturned(t *testing.T) {
-	g, _ := judgeGateway(t, "enforce")
-	eg, err := newEgressGate(g, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eg.close()
-	es := eg.newSession()
-	eg.started("s-1", es)
+	eg, es := egressGateOfOne(t)
 	refused := sandbox.Connection{Destination: sandbox.Destination{Session: "s-1", Profile: "default", Host: "denied.test", Port: 80},
 		Refused: true, Verdict: sandbox.Verdict{Rule: "net.connect_unlisted", Reason: "not listed"}}
 
