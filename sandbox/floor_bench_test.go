@@ -11,13 +11,13 @@ import (
 	"time"
 	"unsafe"
 
-	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
 )
 
 // floorChildEnv makes this test binary the child of BenchmarkExecGateFloor:
-// it loads a filter that sends execve and execveat to a listener, hands
-// the listener over on descriptor 3, and execs its arguments.
+// it loads the exec gate's own filter, as an unconfined launch does
+// (gateExecs: execve and execveat sent to a listener), hands the
+// listener over on descriptor 5, and execs its arguments.
 const floorChildEnv = "TERMGATE_TEST_FLOOR_CHILD"
 
 func init() {
@@ -33,32 +33,11 @@ func floorChild(argv []string) int {
 	runtime.LockOSThread()
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, "floor child:", err); return 2 }
 	if os.Getenv(floorChildEnv) == "filter" {
-		f, err := seccomp.NewFilter(seccomp.ActAllow)
-		if err != nil {
+		if err := gateExecs(Spec{Unconfined: true, ExecGate: true, GateFD: 5}); err != nil {
 			return fail(err)
 		}
-		for _, name := range gateSyscalls {
-			sc, err := seccomp.GetSyscallFromName(name)
-			if err != nil {
-				return fail(err)
-			}
-			if err := f.AddRule(sc, seccomp.ActNotify); err != nil {
-				return fail(err)
-			}
-		}
-		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			return fail(err)
-		}
-		fd, err := loadWithListener(f)
-		if err != nil {
-			return fail(err)
-		}
-		if err := unix.Sendmsg(3, []byte{'g'}, unix.UnixRights(fd), nil, 0); err != nil {
-			return fail(err)
-		}
-		unix.Close(fd)
 	}
-	unix.Close(3)
+	unix.CloseRange(3, ^uint(0), 0)
 	return fail(syscall.Exec(argv[0], argv, []string{"PATH=/usr/bin:/bin"}))
 }
 
@@ -105,7 +84,7 @@ func BenchmarkExecGateFloor(b *testing.B) {
 		if w != nil {
 			cmd.Env = []string{floorChildEnv + "=filter"}
 		}
-		cmd.ExtraFiles = []*os.File{theirs}
+		cmd.ExtraFiles = []*os.File{nil, nil, theirs} // on 5, where a launch's gate socket goes
 		cmd.Stderr = os.Stderr
 		name := "off"
 		if w != nil {
