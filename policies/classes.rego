@@ -54,9 +54,14 @@ after_use_option(c, i) if c.args[i - 1] in cfg.credential_use_options
 credential_glob := concat("", ["{", concat(",", cfg.credential_globs), "}"])
 
 credential(w) if {
-	glob.match(credential_glob, ["/"], home_alias(w))
+	glob.match(credential_glob, ["/"], home_alias(squeezed(w)))
 	not credential_example(w)
 }
+
+# squeezed(p) is p with its runs of / and its "/./" segments made one /,
+# as the kernel reads the path: ~/.aws//credentials and
+# ~/.aws/./credentials name ~/.aws/credentials.
+squeezed(p) := regex.replace(regex.replace(p, `/(\./)+`, "/"), `/+`, "/")
 
 credential_example(w) if {
 	some s in cfg.credential_example_suffixes

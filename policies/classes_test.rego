@@ -19,6 +19,9 @@ test_credential_read if {
 	confirm_by(bash([c("tar", ["czf", "k.tgz", "~/.ssh"])]), "file.credential_read")
 	confirm_by(bash([redir(c("", []), "<", "~/.netrc")]), "file.credential_read")
 	confirm_by(at(bash([c("cat", ["credentials"])]), "~/.aws"), "file.credential_read")
+	confirm_by(bash([c("cat", ["~/.aws//credentials"])]), "file.credential_read")
+	confirm_by(bash([c("cat", ["/root/.aws/./credentials"])]), "file.credential_read")
+	confirm_by(bash([c("cat", ["$HOME/.ssh/././/id_rsa"])]), "file.credential_read")
 }
 
 test_credential_send if {

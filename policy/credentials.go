@@ -113,7 +113,7 @@ func (ci *credentialIndex) derive(sh *Shell, listed bool) {
 
 // credential is the rules' credential(w).
 func (ci *credentialIndex) credential(w string) bool {
-	if !ci.glob.Match(homeAlias(w)) {
+	if !ci.glob.Match(homeAlias(squeezed(w))) {
 		return false
 	}
 	for _, s := range ci.examples {
@@ -122,6 +122,19 @@ func (ci *credentialIndex) credential(w string) bool {
 		}
 	}
 	return true
+}
+
+// dotSegments and slashRuns are the rules' squeezed(p): OPA's
+// regex.replace is Go's ReplaceAllString.
+var (
+	dotSegments = regexp.MustCompile(`/(\./)+`)
+	slashRuns   = regexp.MustCompile(`/+`)
+)
+
+// squeezed is the rules' squeezed(p): runs of / and "/./" segments as
+// one /.
+func squeezed(p string) string {
+	return slashRuns.ReplaceAllString(dotSegments.ReplaceAllString(p, "/"), "/")
 }
 
 // homeAlias is the rules' home_alias(p): $HOME/… and ${HOME}/… as ~/….
