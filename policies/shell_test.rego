@@ -216,3 +216,15 @@ test_here_documents_fed_to_interpreters if {
 	# cat <<EOF … EOF is data
 	allowed(bash([redir(c("cat", []), "<<", "<<heredoc>>")]))
 }
+
+# The engine's path facts are read where they exist: a word classified
+# protected or sensitive is judged so, and a classified word's empty fact
+# is not computed again; a word without a fact is computed by the rules.
+with_facts(doc, facts) := object.union(doc, {"shell": {"path_facts": facts}})
+
+test_path_facts_are_read if {
+	denied_by(with_facts(bash([c("rm", ["-rf", "/x"])]), {"/x": {"protected": true}}), "fs.rm_protected")
+	denied_by(with_facts(bash([redir(c("echo", ["k"]), ">", "notes")]), {"notes": {"sensitive": true}}), "file.sensitive_write")
+	allowed(with_facts(bash([redir(c("echo", ["k"]), ">", "~/.bashrc")]), {"~/.bashrc": {}}))
+	denied_by(with_facts(bash([c("rm", ["-rf", "/"])]), {"/x": {"protected": true}}), "fs.rm_protected")
+}

@@ -124,21 +124,34 @@ else := trim_right(p, "/") if endswith(p, "/")
 
 else := p
 
-protected(p) if clean(p) in cfg.protected_paths
-
-# targets are a command's operands as written and as resolved against its
-# working directory (c.paths): cd /; rm -rf usr removes /usr.
-targets(c) := array.concat(c.operands, object.get(c, "paths", []))
+# protected(p): p names a protected path (protected_by_list). The engine
+# derives the answer for every word of a line's commands, as written and
+# resolved, and for their redirections (input.shell.path_facts, one
+# lookup: cleaning a path and reading the list took 10–15 µs a call); a
+# word it did not classify, or a document without the facts, is judged
+# here.
+protected(p) if input.shell.path_facts[p].protected
 
 protected(p) if {
+	not input.shell.path_facts[p]
+	protected_by_list(p)
+}
+
+protected_by_list(p) if clean(p) in cfg.protected_paths
+
+protected_by_list(p) if {
 	endswith(p, "/*")
 	clean(trim_suffix(p, "/*")) in cfg.protected_paths
 }
 
-protected(p) if {
+protected_by_list(p) if {
 	endswith(p, "/.")
 	clean(trim_suffix(p, "/.")) in cfg.protected_paths
 }
+
+# targets are a command's operands as written and as resolved against its
+# working directory (c.paths): cd /; rm -rf usr removes /usr.
+targets(c) := array.concat(c.operands, object.get(c, "paths", []))
 
 home_alias(p) := concat("", ["~", substring(p, 5, -1)]) if startswith(p, "$HOME")
 
@@ -150,7 +163,16 @@ else := p
 # one per glob. (A glob in the list must not hold a comma or braces.)
 sensitive_glob := concat("", ["{", concat(",", cfg.sensitive_write_globs), "}"])
 
-sensitive_path(p) if glob.match(sensitive_glob, ["/"], home_alias(p))
+# sensitive_path(p): p matches one of the sensitive globs
+# (sensitive_by_glob); the engine derives it like protected(p).
+sensitive_path(p) if input.shell.path_facts[p].sensitive
+
+sensitive_path(p) if {
+	not input.shell.path_facts[p]
+	sensitive_by_glob(p)
+}
+
+sensitive_by_glob(p) if glob.match(sensitive_glob, ["/"], home_alias(p))
 
 # Targets a command writes to: redirections and the file arguments of
 # commands that write. Evaluated once, as a complete set.

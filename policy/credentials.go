@@ -141,11 +141,28 @@ func squeezed(p string) string {
 func homeAlias(p string) string {
 	switch {
 	case strings.HasPrefix(p, "$HOME"):
-		return "~" + p[len("$HOME"):]
+		return "~" + substringFrom(p, len("$HOME"))
 	case strings.HasPrefix(p, "${HOME}"):
-		return "~" + p[len("${HOME}"):]
+		return "~" + substringFrom(p, len("${HOME}"))
 	}
 	return p
+}
+
+// substringFrom is OPA's substring(s, n, -1): s from its nth code point,
+// where a byte that is not UTF-8 is one code point, U+FFFD, in what is
+// left of a string that is not all ASCII (OPA counts in runes).
+func substringFrom(s string, n int) string {
+	if isASCII(s) {
+		if n >= len(s) {
+			return ""
+		}
+		return s[n:]
+	}
+	r := []rune(s)
+	if n >= len(r) {
+		return ""
+	}
+	return string(r[n:])
 }
 
 // resolvedFor is the rules' resolved(c, p) (history.rego): a relative

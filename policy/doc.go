@@ -55,6 +55,7 @@
 //	command:   "credentials": ["~/.ssh/id_rsa"] // the words that name credential files
 //	redirect:  "path": "/etc/passwd"            // > passwd, in /etc
 //	shell:     "hosts": ["169.254.169.254"], "gateway_refs": ["/var/log/termgate/audit.jsonl"]
+//	shell:     "path_facts": {"/usr": {"protected": true}, "~/.bashrc": {"sensitive": true}, "build": {}}
 //
 // A command's credentials are what the bundle's credential_words and
 // credential(w) (classes.rego) find among its words, derived by the
@@ -63,6 +64,15 @@
 // credential_substrings, absent on the others; the rules compute them
 // themselves for a document without them. They were the largest part of
 // the evaluation of every line that names a credential file.
+//
+// The shell's path_facts say, for each operand of its commands (as written
+// and resolved) and each redirection's target and path, whether the
+// bundle's protected(p) and sensitive_path(p) (termgate.rego) hold: the
+// rules read a word's fact when it has one and compute the answer
+// themselves for any other string, or a document without facts. The
+// engine derives them from protected_paths and sensitive_write_globs with
+// OPA's own glob library (pathIndex); absent when the bundle lacks either
+// list.
 //
 // program is the program that reads the input, identified by its
 // executable (/proc/PID/exe), not by the name it gives itself, and behind

@@ -264,12 +264,13 @@ type Bundle struct {
 	lists    listIndex         // which lists of data.termgate.lists hold a string
 	shell    *shellData        // the runners and options the shell analysis follows
 	creds    *credentialIndex  // which words of a command name credential files, or nil
+	paths    *pathIndex        // which words are protected or sensitive paths, or nil
 }
 
-// index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic and each
-// command's Flags, Operands and Credentials from sh.Commands, always: rules rely on
-// them, so a caller's own values are never trusted. It writes into sh and
-// its commands.
+// index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic,
+// sh.PathFacts and each command's Flags, Operands and Credentials from
+// sh.Commands, always: rules rely on them, so a caller's own values are
+// never trusted. It writes into sh and its commands.
 func (b *Bundle) index(sh *Shell, gw *Gateway) {
 	sh.fill()
 	sh.Names, sh.Listed, sh.WordsListed = []string{}, []string{}, []string{}
@@ -314,6 +315,7 @@ func (b *Bundle) index(sh *Shell, gw *Gateway) {
 	slices.Sort(sh.Listed)
 	slices.Sort(sh.WordsListed)
 	b.creds.derive(sh, slices.Contains(sh.WordsListed, "credential_substrings"))
+	b.paths.derive(sh)
 }
 
 // indexCode derives c.Names and c.Listed (the lists that hold a call's
@@ -799,6 +801,7 @@ func compile(ctx context.Context, f files, src string) (*Bundle, error) {
 	b.Rules, b.Profiles = describe(f.data)
 	b.lists = newListIndex(f.data)
 	b.creds = newCredentialIndex(f.data)
+	b.paths = newPathIndex(f.data)
 	if b.shell, err = newShellData(f.data); err != nil {
 		return nil, fmt.Errorf("policy bundle %s: %w", src, err)
 	}

@@ -26,7 +26,7 @@ var keys = func() map[string]*ast.Term {
 		"dynamic_shell", "reverse_shell", "sql", "dialect", "statements", "classes", "verb", "object", "where",
 		"terminal", "reads_lines", "judged", "echo", "ahead", "readers",
 		"connect", "host", "port", "via", "address", "address_class", "resolved",
-		"credentials",
+		"credentials", "path_facts", "protected", "sensitive",
 	} {
 		m[k] = ast.StringTerm(k)
 	}
@@ -156,6 +156,9 @@ func (sh *Shell) term() *ast.Term {
 	if len(sh.GatewayRefs) > 0 {
 		kv = append(kv, "gateway_refs", strs(sh.GatewayRefs))
 	}
+	if len(sh.PathFacts) > 0 {
+		kv = append(kv, "path_facts", pathFactsTerm(sh.PathFacts))
+	}
 	return obj(kv...)
 }
 
@@ -228,4 +231,14 @@ func (q *SQL) term() *ast.Term {
 		sts = ast.ArrayTerm(ts...)
 	}
 	return obj("dialect", str(q.Dialect), "statements", sts, "classes", strs(q.Classes), "incomplete", boolean(q.Incomplete))
+}
+
+// pathFactsTerm is the path_facts object; a fact that holds neither is
+// an empty object.
+func pathFactsTerm(m map[string]PathFact) *ast.Term {
+	items := make([][2]*ast.Term, 0, len(m))
+	for w, f := range m {
+		items = append(items, [2]*ast.Term{str(w), obj("protected", boolean(f.Protected), "sensitive", boolean(f.Sensitive))})
+	}
+	return ast.ObjectTerm(items...)
 }
