@@ -71,9 +71,9 @@ credential_example(w) if {
 credential_reads contains [c.name, w] if {
 	"credential_substrings" in input.shell.words_listed
 	some c in input.shell.commands
-	not c.name in cfg.listing_commands
-	not c.name in cfg.credential_users
-	not c.name in cfg.data_commands
+	not "listing_commands" in c.listed
+	not "credential_users" in c.listed
+	not "data_commands" in c.listed
 	c.name != ""
 	some w in command_credentials(c)
 }
@@ -152,7 +152,7 @@ finding contains {
 } if {
 	"net_shell_clients" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.net_shell_clients
+	"net_shell_clients" in c.listed
 	netcat_exec(c)
 }
 
@@ -176,7 +176,7 @@ finding contains {
 } if {
 	"net_shell_clients" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.net_shell_clients
+	"net_shell_clients" in c.listed
 	wired_to_shell
 }
 
@@ -199,7 +199,7 @@ finding contains {
 } if {
 	"interpreters" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.interpreters
+	"interpreters" in c.listed
 	some a in c.args
 	regex.match(`(?i)(socket|fsockopen|tcpsocket|net\.connect|createconnection|/inet/tcp/|/inet/udp/)`, a)
 	regex.match(`(?i)(dup2|subprocess|pty\.spawn|exec|spawn|system|popen|/bin/(ba|z|da|k)?sh|cmd\.exe|getline)`, a)
@@ -224,7 +224,7 @@ finding contains {
 } if {
 	"awk_programs" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.awk_programs
+	"awk_programs" in c.listed
 	some a in c.args
 	regex.match(`/inet[46]?/(tcp|udp)/`, a)
 }
@@ -342,7 +342,7 @@ finding contains {
 } if {
 	"container_engines" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.container_engines
+	"container_engines" in c.listed
 	volume_wipe(c)
 }
 
@@ -375,7 +375,7 @@ finding contains {
 } if {
 	"container_engines" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.container_engines
+	"container_engines" in c.listed
 	mass_removal(c)
 }
 
@@ -419,9 +419,9 @@ finding contains {
 } if {
 	"engine_socket_substrings" in input.shell.words_listed
 	some c in input.shell.commands
-	not c.name in cfg.listing_commands
-	not c.name in cfg.data_commands
-	not c.name in cfg.container_engines # their mounts are container.host_escape
+	not "listing_commands" in c.listed
+	not "data_commands" in c.listed
+	not "container_engines" in c.listed # their mounts are container.host_escape
 	some a in array.concat(c.args, [r.target | some r in c.redirects])
 	some s in cfg.engine_socket_substrings
 	contains(a, s)
@@ -437,7 +437,7 @@ finding contains {
 } if {
 	"package_managers" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.package_managers
+	"package_managers" in c.listed
 	package_removal(c)
 	some p in c.operands
 	essential_package(p)

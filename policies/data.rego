@@ -109,7 +109,7 @@ redis_texts contains upper(concat(" ", c.args)) if {
 	"redis_programs" in input.shell.listed
 	not "redis_programs" in input.program_listed
 	some c in input.shell.commands
-	c.name in cfg.redis_programs
+	"redis_programs" in c.listed
 }
 
 redis_finding contains {
@@ -221,7 +221,7 @@ finding contains {
 # set_names are the variables a command sets: its assignments, and the
 # NAME=value arguments of env, export and the like.
 set_names(c) := {n | some n in c.assigns} | {n |
-	c.name in cfg.env_setters
+	"env_setters" in c.listed
 	some a in c.args
 	not startswith(a, "-")
 	contains(a, "=")
@@ -244,7 +244,7 @@ finding contains {
 } if {
 	"shell_startup_options" in input.shell.words_listed
 	some c in input.shell.commands
-	c.name in cfg.shells
+	"shells" in c.listed
 	some o in c.flags
 	o in cfg.shell_startup_options
 }

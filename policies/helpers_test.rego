@@ -3,10 +3,12 @@ package termgate_test
 import data.termgate
 
 # c builds one parsed command, as the gateway's shell parser produces it,
-# with the flags and operands the engine derives from its arguments. (A
-# false flag and an empty path are absent, as in the engine's documents.)
+# with what the engine derives: the flags and operands of its arguments
+# and the lists that hold its name. (A false flag and an empty path are
+# absent, as in the engine's documents.)
 c(name, args) := {
 	"name": name, "args": args, "wrappers": [], "redirects": [], "assigns": [],
+	"listed": sort({k | some k, l in data.termgate.lists; holds(k, l, name)}),
 	"flags": sort({f | some a in options(args); some f in flags_of(a)}),
 	"operands": array.concat(
 		[a | some a in options(args); not startswith(a, "-")],

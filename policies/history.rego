@@ -148,7 +148,7 @@ finding contains {
 } if {
 	"other_delete_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.other_delete_commands
+	"other_delete_commands" in c.listed
 	deletes_sources(c)
 	some p in targets(c)
 	protected_or_sensitive(p)
@@ -248,8 +248,8 @@ finding contains {
 } if {
 	"raw_device_prefixes" in input.shell.words_listed
 	some c in input.shell.commands
-	not c.name in cfg.listing_commands
-	not c.name in cfg.data_commands
+	not "listing_commands" in c.listed
+	not "data_commands" in c.listed
 	some d in array.concat(c.operands, [r.target | some r in c.redirects; r.op == "<"])
 	strings.any_prefix_match(d, cfg.raw_device_prefixes)
 }

@@ -19,7 +19,7 @@ finding contains {
 	"privilege_commands" in input.shell.listed
 	no_privileges
 	some c in input.shell.commands
-	c.name in cfg.privilege_commands
+	"privilege_commands" in c.listed
 }
 
 # no_privileges: the session the input goes to runs confined, or the one

@@ -42,7 +42,7 @@ finding contains {
 } if {
 	"delete_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.delete_commands
+	"delete_commands" in c.listed
 	recursive_rm(c)
 	some p in targets(c)
 	protected(p)
@@ -113,7 +113,7 @@ finding contains {
 } if {
 	"disk_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.disk_commands
+	"disk_commands" in c.listed
 }
 
 finding contains {
@@ -145,7 +145,7 @@ finding contains {
 } if {
 	"mount_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.mount_commands
+	"mount_commands" in c.listed
 	count(c.args) > 0
 }
 
@@ -159,7 +159,7 @@ finding contains {
 } if {
 	"power_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.power_commands
+	"power_commands" in c.listed
 }
 
 finding contains {
@@ -170,7 +170,7 @@ finding contains {
 } if {
 	"init_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.init_commands
+	"init_commands" in c.listed
 	c.args[0] in {"0", "6", "1", "s", "S"}
 }
 
@@ -194,7 +194,7 @@ finding contains {
 } if {
 	"service_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.service_commands
+	"service_commands" in c.listed
 	some verb in c.args
 	verb in {"stop", "disable", "mask", "restart", "kill", "isolate"}
 }
@@ -256,7 +256,7 @@ finding contains {
 } if {
 	"kill_by_name_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.kill_by_name_commands
+	"kill_by_name_commands" in c.listed
 	count(c.operands) > 0
 	not kill_lists(c)
 }
@@ -294,7 +294,7 @@ finding contains {
 	"privilege_commands" in input.shell.listed
 	not no_privileges # privilege.rego: where nothing can gain them, sudo is refused at once
 	some c in input.shell.commands
-	c.name in cfg.privilege_commands
+	"privilege_commands" in c.listed
 }
 
 finding contains {
@@ -305,7 +305,7 @@ finding contains {
 } if {
 	"account_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.account_commands
+	"account_commands" in c.listed
 }
 
 # ---- permissions ----
@@ -337,7 +337,7 @@ finding contains {
 } if {
 	"permission_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.permission_commands
+	"permission_commands" in c.listed
 	has_flag(c, "R", "--recursive")
 	some p in c.operands
 	protected(p)
@@ -353,7 +353,7 @@ finding contains {
 } if {
 	input.shell.pipe_to_interpreter
 	some c in input.shell.commands
-	c.name in cfg.fetchers
+	"fetchers" in c.listed
 }
 
 finding contains {
@@ -364,9 +364,9 @@ finding contains {
 } if {
 	"fetchers" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.fetchers
+	"fetchers" in c.listed
 	some i in input.shell.commands
-	i.name in cfg.interpreters
+	"interpreters" in i.listed
 	fetched_into(i)
 }
 
@@ -418,7 +418,7 @@ finding contains {
 } if {
 	"sensitive_read_paths" in input.shell.words_listed
 	some c in input.shell.commands
-	not c.name in cfg.listing_commands
+	not "listing_commands" in c.listed
 	some a in c.args
 	a in cfg.sensitive_read_paths
 }
@@ -445,7 +445,7 @@ finding contains {
 } if {
 	"firewall_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.firewall_commands
+	"firewall_commands" in c.listed
 	firewall_off(c)
 }
 
@@ -581,7 +581,7 @@ finding contains {
 } if {
 	"container_engines" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.container_engines
+	"container_engines" in c.listed
 	some a in c.args
 	container_escape_arg(a)
 }
@@ -606,7 +606,7 @@ finding contains {
 } if {
 	"namespace_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.namespace_commands
+	"namespace_commands" in c.listed
 }
 
 finding contains {
@@ -631,7 +631,7 @@ finding contains {
 } if {
 	"signal_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.signal_commands
+	"signal_commands" in c.listed
 	some a in c.args
 	gateway_ref(a)
 }

@@ -75,7 +75,7 @@ profile := "network" if {
 	count(start_programs) == 1
 	some c in start_programs
 	c.name in data.termgate.network_programs
-	not c.name in cfg.interpreters
+	not "interpreters" in c.listed
 	not start_line_hides
 }
 
@@ -83,12 +83,12 @@ profile := "network" if {
 # shell that only runs the line it was handed with -c.
 start_programs := [c |
 	some c in input.shell.commands
-	not c.name in cfg.transparent_wrappers
+	not "transparent_wrappers" in c.listed
 	not runs_line(c)
 ]
 
 runs_line(c) if {
-	c.name in cfg.shells
+	"shells" in c.listed
 	"c" in c.flags
 }
 
@@ -231,7 +231,7 @@ write_target contains t if {
 write_target contains t if {
 	"copy_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.copy_commands
+	"copy_commands" in c.listed
 	ops := c.operands
 	count(ops) >= 2
 	some t in {ops[count(ops) - 1], object.get(c, "paths", ops)[count(ops) - 1]}
@@ -240,14 +240,14 @@ write_target contains t if {
 write_target contains t if {
 	"file_commands" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.file_commands
+	"file_commands" in c.listed
 	some t in c.operands
 }
 
 write_target contains t if {
 	"in_place_editors" in input.shell.listed
 	some c in input.shell.commands
-	c.name in cfg.in_place_editors
+	"in_place_editors" in c.listed
 	has_flag(c, "i", "--in-place")
 	some t in in_place_files(c)
 }

@@ -53,6 +53,7 @@
 //
 //	command:   "cwd": "/", "paths": ["/usr"]    // rm -rf usr after cd /
 //	command:   "credentials": ["~/.ssh/id_rsa"] // the words that name credential files
+//	command:   "listed": ["delete_commands"]    // the lists that hold its name
 //	redirect:  "path": "/etc/passwd"            // > passwd, in /etc
 //	shell:     "hosts": ["169.254.169.254"], "gateway_refs": ["/var/log/termgate/audit.jsonl"]
 //	shell:     "path_facts": {"/usr": {"protected": true}, "~/.bashrc": {"sensitive": true}, "build": {}}

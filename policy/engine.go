@@ -268,7 +268,7 @@ type Bundle struct {
 }
 
 // index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic,
-// sh.PathFacts and each command's Flags, Operands and Credentials from
+// sh.PathFacts and each command's Flags, Operands, Listed and Credentials from
 // sh.Commands, always: rules rely on them, so a caller's own values are
 // never trusted. It writes into sh and its commands.
 func (b *Bundle) index(sh *Shell, gw *Gateway) {
@@ -281,7 +281,12 @@ func (b *Bundle) index(sh *Shell, gw *Gateway) {
 		c.Credentials = nil
 		sh.Names = addOnce(sh.Names, c.Name)
 		sh.Dynamic = sh.Dynamic || c.Dynamic
-		b.lists.mark(&sh.Listed, c.Name)
+		c.Listed = []string{}
+		b.lists.mark(&c.Listed, c.Name)
+		slices.Sort(c.Listed)
+		for _, l := range c.Listed {
+			sh.Listed = addOnce(sh.Listed, l)
+		}
 		for _, a := range c.Args {
 			b.lists.mark(&sh.WordsListed, a)
 		}

@@ -134,6 +134,12 @@ type Command struct {
 	// credential_substrings), absent on the others (omitzero: an empty
 	// list stays). Derived by the engine.
 	Credentials []string `json:"credentials,omitzero"`
+	// Listed names the lists of data.termgate.lists that hold the
+	// command's name: "copy_commands" in c.listed is one lookup in a list
+	// of a few names, where c.name in cfg.copy_commands compared the name
+	// with every entry, for every command of every rule that asks.
+	// Derived by the engine on every decision, like Flags.
+	Listed []string `json:"listed"`
 }
 
 // deriveArgs fills c.Flags and c.Operands from c.Args.

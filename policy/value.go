@@ -182,7 +182,7 @@ func (c Command) term() *ast.Term {
 	}
 	kv := []any{"name", str(c.Name), "args", strs(c.Args), "wrappers", strs(c.Wrappers),
 		"dynamic", boolean(c.Dynamic), "redirects", reds, "assigns", strs(c.Assigns),
-		"flags", strs(c.Flags), "operands", operands, "paths", paths}
+		"flags", strs(c.Flags), "operands", operands, "paths", paths, "listed", strs(c.Listed)}
 	if c.Path != "" {
 		kv = append(kv, "path", str(c.Path))
 	}
