@@ -79,3 +79,45 @@ func TestListIndexMarks(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandListed: each command's listed is what the lists hold of its
+// name, and the line's listed holds them all.
+func TestCommandListed(t *testing.T) {
+	e := defaultEngine(t)
+	lists := map[string][]string{}
+	tg, _ := e.Bundle().data["termgate"].(map[string]any)
+	ls, _ := tg["lists"].(map[string]any)
+	for name, l := range ls {
+		arr, _ := l.([]any)
+		for _, v := range arr {
+			if s, ok := v.(string); ok {
+				lists[name] = append(lists[name], s)
+			}
+		}
+	}
+	seen := 0
+	for _, in := range benchInputs(t) {
+		built := e.Build(in)
+		if built.Shell == nil {
+			continue
+		}
+		for _, c := range built.Shell.Commands {
+			want := markNaive(lists, c.Name)
+			if want == nil {
+				want = []string{}
+			}
+			if !slices.Equal(c.Listed, want) {
+				t.Errorf("%q: %s's listed %v, want %v", in.Text, c.Name, c.Listed, want)
+			}
+			for _, l := range c.Listed {
+				if !slices.Contains(built.Shell.Listed, l) {
+					t.Errorf("%q: the line's listed lacks %s", in.Text, l)
+				}
+			}
+			seen += len(c.Listed)
+		}
+	}
+	if seen < 500 {
+		t.Errorf("only %d lists hold the corpus's commands: the comparison proves little", seen)
+	}
+}

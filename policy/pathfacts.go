@@ -72,15 +72,16 @@ func newPathIndex(data map[string]any) *pathIndex {
 
 // globLiteral is the longest run of plain characters in glob g, which
 // every string g matches contains, or "" when g has none or holds a
-// character class or an escape (which this does not read).
+// character class, an escape or an alternation (whose parts are not all
+// required: x{abc,d} matches xd), which this does not read.
 func globLiteral(g string) string {
 	best, start := "", 0
 	for i := 0; i <= len(g); i++ {
 		if i < len(g) {
 			switch g[i] {
-			case '[', ']', '\\':
+			case '[', ']', '\\', '{', '}', ',':
 				return ""
-			case '*', '?', '{', '}', ',':
+			case '*', '?':
 			default:
 				continue
 			}

@@ -172,3 +172,24 @@ func TestPathFactsAreTheEngines(t *testing.T) {
 		t.Errorf("the engine's fact for / is %+v", f)
 	}
 }
+
+// TestGlobLiteral: the run a glob's matches must hold, and none where a
+// part of the glob is not required or is not read.
+func TestGlobLiteral(t *testing.T) {
+	for g, want := range map[string]string{
+		"**/.ssh/**": "/.ssh/", "~/.bashrc": "~/.bashrc", "**/policies/*.rego": "/policies/", "/var/spool/cron/**": "/var/spool/cron/",
+		"**": "", "*": "", "x{abc,d}": "", "{a,b}": "", "a,b": "", "[ab]cde": "", `a\*bcd`: "", "?": "",
+	} {
+		if got := globLiteral(g); got != want {
+			t.Errorf("globLiteral(%q) = %q, want %q", g, got, want)
+		}
+	}
+	// A bundle whose globs hold an alternation gets no prefilter, and
+	// its alternation still matches.
+	pi := newPathIndex(map[string]any{"termgate": map[string]any{"lists": map[string]any{
+		"protected_paths": []any{"/"}, "sensitive_write_globs": []any{"x{abcdef,d}/**", "/etc/**"},
+	}}})
+	if pi == nil || pi.literals != nil || !pi.isSensitive("xd/f") || pi.isSensitive("xe/f") {
+		t.Fatalf("an alternation in a glob: %+v", pi)
+	}
+}
