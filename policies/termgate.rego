@@ -125,11 +125,11 @@ else := trim_right(p, "/") if endswith(p, "/")
 else := p
 
 # protected(p): p names a protected path (protected_by_list). The engine
-# derives the answer for every word of a line's commands, as written and
-# resolved, and for their redirections (input.shell.path_facts, one
-# lookup: cleaning a path and reading the list took 10–15 µs a call); a
-# word it did not classify, or a document without the facts, is judged
-# here.
+# derives the answer for every operand of a line's commands, as written
+# and resolved, and for their redirections' targets and paths
+# (input.shell.path_facts, one lookup: cleaning a path and reading the
+# list took 10–15 µs a call); any other string, or a document without
+# the facts, is judged here.
 protected(p) if input.shell.path_facts[p].protected
 
 protected(p) if {

@@ -83,9 +83,9 @@ type Shell struct {
 	// their working directory, that are or lie under one of the gateway's
 	// own paths (input.gateway.paths). Derived by the engine.
 	GatewayRefs []string `json:"gateway_refs,omitempty"`
-	// PathFacts says, for each word of the commands (argument, resolved
-	// path, redirection target and path), whether the rules' protected
-	// and sensitive_path hold for it (see pathIndex). Derived by the
+	// PathFacts says, for each operand of the commands (as written and
+	// resolved) and each redirection's target and path, whether the
+	// rules' protected and sensitive_path hold for it (see pathIndex). Derived by the
 	// engine; absent when the bundle has no protected_paths or
 	// sensitive_write_globs lists.
 	PathFacts map[string]PathFact `json:"path_facts,omitempty"`
