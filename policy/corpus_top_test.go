@@ -133,3 +133,76 @@ func benchInputs(t testing.TB) []Input {
 	}
 	return inputs
 }
+
+var (
+	sideA = flag.String("side-a", "", "TestBundlesSideBySide: the bundle directory to compare (the one before)")
+	sideB = flag.String("side-b", "", "TestBundlesSideBySide: the bundle directory to compare it with (the one after)")
+)
+
+// TestBundlesSideBySide compares two bundles' decisions over the decision
+// benchmark's corpus in one process (run with -side-a DIR -side-b DIR):
+// it reports every input they decide differently, then the CPU time of a
+// whole decision (analysis, document, evaluation) with each, the two
+// alternating input by input over twelve passes, so a machine's drift
+// and its noise fall on both alike; the median, p90, p99 and mean, and
+// the after/before ratios of the mean and the p99. Both run under this
+// tree's engine, so it measures a bundle's rules, not the engine's own
+// changes. Without the flags it is skipped.
+func TestBundlesSideBySide(t *testing.T) {
+	if *sideA == "" || *sideB == "" {
+		t.Skip("needs -side-a and -side-b")
+	}
+	ctx := context.Background()
+	ea, err := New(ctx, Source{Dir: *sideA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := New(ctx, Source{Dir: *sideB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := benchInputs(t)
+	for _, in := range inputs {
+		da, errA := ea.Decide(ctx, in)
+		db, errB := eb.Decide(ctx, in)
+		if errA != nil || errB != nil || da.Action != db.Action || da.Rule != db.Rule || da.Reason != db.Reason {
+			t.Logf("%q: %s %s (%v) → %s %s (%v)", in.Text, da.Action, da.Rule, errA, db.Action, db.Rule, errB)
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var a, b []time.Duration
+	for pass := range 12 {
+		for i, in := range inputs {
+			order := []*Engine{ea, eb}
+			if (i+pass)%2 == 1 {
+				order = []*Engine{eb, ea}
+			}
+			for _, e := range order {
+				c0 := threadCPU(t)
+				if _, err := e.Decide(ctx, in); err != nil {
+					t.Logf("%q: %v", in.Text, err) // the engine's time limit, on a loaded machine
+				}
+				if d := threadCPU(t) - c0; e == ea {
+					a = append(a, d)
+				} else {
+					b = append(b, d)
+				}
+			}
+		}
+	}
+	stats := func(ds []time.Duration) (med, p90, p99, mean time.Duration) {
+		var sum time.Duration
+		for _, d := range ds {
+			sum += d
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2], ds[len(ds)*9/10], ds[len(ds)*99/100], sum / time.Duration(len(ds))
+	}
+	am, a90, a99, amean := stats(a)
+	bm, b90, b99, bmean := stats(b)
+	fmt.Printf("CPU per decision, %d decisions each\n", len(a))
+	fmt.Printf("  before: median %v, p90 %v, p99 %v, mean %v\n", am, a90, a99, amean)
+	fmt.Printf("  after:  median %v, p90 %v, p99 %v, mean %v\n", bm, b90, b99, bmean)
+	fmt.Printf("  after/before: mean %.3f, p99 %.3f\n", float64(bmean)/float64(amean), float64(b99)/float64(a99))
+}
