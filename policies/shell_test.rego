@@ -228,3 +228,12 @@ test_path_facts_are_read if {
 	allowed(with_facts(bash([redir(c("echo", ["k"]), ">", "~/.bashrc")]), {"~/.bashrc": {}}))
 	denied_by(with_facts(bash([c("rm", ["-rf", "/"])]), {"/x": {"protected": true}}), "fs.rm_protected")
 }
+
+# The engine's write targets are read where they exist; without them the
+# rules compute the same set.
+test_write_targets_are_read if {
+	doc := bash([redir(c("echo", ["k"]), ">", "notes")])
+	allowed(doc)
+	denied_by(object.union(doc, {"shell": {"write_targets": ["/etc/passwd"]}}), "file.sensitive_write")
+	data.termgate.write_targets == {"notes"} with input as doc
+}

@@ -57,6 +57,7 @@
 //	redirect:  "path": "/etc/passwd"            // > passwd, in /etc
 //	shell:     "hosts": ["169.254.169.254"], "gateway_refs": ["/var/log/termgate/audit.jsonl"]
 //	shell:     "path_facts": {"/usr": {"protected": true}, "~/.bashrc": {"sensitive": true}, "build": {}}
+//	shell:     "write_targets": ["/etc/passwd", "passwd"] // cd /etc && echo x >> passwd
 //
 // A command's credentials are what the bundle's credential_words and
 // credential(w) (classes.rego) find among its words, derived by the
@@ -73,7 +74,9 @@
 // themselves for any other string, or a document without facts. The
 // engine derives them from protected_paths and sensitive_write_globs with
 // OPA's own glob library (pathIndex); absent when the bundle lacks either
-// list.
+// list. The shell's write_targets are the files its commands write, found
+// by the same bodies as termgate.rego's write_target (Bundle.writeTargets);
+// the rules compute them for a document without them.
 //
 // program is the program that reads the input, identified by its
 // executable (/proc/PID/exe), not by the name it gives itself, and behind

@@ -268,7 +268,8 @@ type Bundle struct {
 }
 
 // index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic,
-// sh.PathFacts and each command's Flags, Operands, Listed and Credentials from
+// sh.PathFacts, sh.WriteTargets and each command's Flags, Operands, Listed
+// and Credentials from
 // sh.Commands, always: rules rely on them, so a caller's own values are
 // never trusted. It writes into sh and its commands.
 func (b *Bundle) index(sh *Shell, gw *Gateway) {
@@ -321,6 +322,7 @@ func (b *Bundle) index(sh *Shell, gw *Gateway) {
 	slices.Sort(sh.WordsListed)
 	b.creds.derive(sh, slices.Contains(sh.WordsListed, "credential_substrings"))
 	b.paths.derive(sh)
+	sh.WriteTargets = b.writeTargets(sh)
 }
 
 // indexCode derives c.Names and c.Listed (the lists that hold a call's

@@ -89,6 +89,10 @@ type Shell struct {
 	// engine; absent when the bundle has no protected_paths or
 	// sensitive_write_globs lists.
 	PathFacts map[string]PathFact `json:"path_facts,omitempty"`
+	// WriteTargets are the files the commands write, as the bundle's
+	// write_target rules find them (see Bundle.writeTargets). Derived by
+	// the engine.
+	WriteTargets []string `json:"write_targets"`
 
 	data *shellData // the runners and options the analysis follows
 	cwd  string     // the directory the next command runs in; "" unknown

@@ -26,7 +26,7 @@ var keys = func() map[string]*ast.Term {
 		"dynamic_shell", "reverse_shell", "sql", "dialect", "statements", "classes", "verb", "object", "where",
 		"terminal", "reads_lines", "judged", "echo", "ahead", "readers",
 		"connect", "host", "port", "via", "address", "address_class", "resolved",
-		"credentials", "path_facts", "protected", "sensitive",
+		"credentials", "path_facts", "protected", "sensitive", "write_targets",
 	} {
 		m[k] = ast.StringTerm(k)
 	}
@@ -146,7 +146,7 @@ func (sh *Shell) term() *ast.Term {
 		"recursive_functions", strs(sh.RecursiveFunctions), "normalized", boolean(sh.Normalized),
 		"incomplete", boolean(sh.Incomplete), "embedded", boolean(sh.Embedded),
 		"names", strs(sh.Names), "listed", strs(sh.Listed), "words_listed", strs(sh.WordsListed),
-		"dynamic", boolean(sh.Dynamic)}
+		"dynamic", boolean(sh.Dynamic), "write_targets", strs(sh.WriteTargets)}
 	if sh.ParseError != "" {
 		kv = append(kv, "parse_error", str(sh.ParseError))
 	}
