@@ -64,9 +64,15 @@ func FuzzCredentials(f *testing.F) {
 }
 
 func credentialReadsQuery(t testing.TB, e *Engine) rego.PreparedEvalQuery {
+	return bundleQuery(t, e, "data.termgate.credential_reads")
+}
+
+// bundleQuery prepares query over the engine's bundle: its modules and
+// data, as the engine compiles them.
+func bundleQuery(t testing.TB, e *Engine, query string) rego.PreparedEvalQuery {
 	b := e.Bundle()
 	opts := []func(*rego.Rego){
-		rego.Query("data.termgate.credential_reads"),
+		rego.Query(query),
 		rego.Capabilities(Capabilities()),
 		rego.SetRegoVersion(ast.RegoV1),
 		rego.Store(inmem.NewFromObjectWithOpts(b.data, inmem.OptReturnASTValuesOnRead(true))),

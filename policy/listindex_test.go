@@ -37,17 +37,7 @@ func markNaive(lists map[string][]string, s string) []string {
 func TestListIndexMarks(t *testing.T) {
 	e := defaultEngine(t)
 	b := e.Bundle()
-	lists := map[string][]string{}
-	tg, _ := b.data["termgate"].(map[string]any)
-	ls, _ := tg["lists"].(map[string]any)
-	for name, l := range ls {
-		arr, _ := l.([]any)
-		for _, v := range arr {
-			if s, ok := v.(string); ok {
-				lists[name] = append(lists[name], s)
-			}
-		}
-	}
+	lists := bundleLists(b)
 	lists["odd_substrings"] = []string{"q", "zz", "zzz", "é"}
 	lists["empty_substrings"] = []string{""}
 	idx := newListIndex(map[string]any{"termgate": map[string]any{"lists": func() map[string]any {
@@ -84,17 +74,7 @@ func TestListIndexMarks(t *testing.T) {
 // name, and the line's listed holds them all.
 func TestCommandListed(t *testing.T) {
 	e := defaultEngine(t)
-	lists := map[string][]string{}
-	tg, _ := e.Bundle().data["termgate"].(map[string]any)
-	ls, _ := tg["lists"].(map[string]any)
-	for name, l := range ls {
-		arr, _ := l.([]any)
-		for _, v := range arr {
-			if s, ok := v.(string); ok {
-				lists[name] = append(lists[name], s)
-			}
-		}
-	}
+	lists := bundleLists(e.Bundle())
 	seen := 0
 	for _, in := range benchInputs(t) {
 		built := e.Build(in)
@@ -120,4 +100,20 @@ func TestCommandListed(t *testing.T) {
 	if seen < 500 {
 		t.Errorf("only %d lists hold the corpus's commands: the comparison proves little", seen)
 	}
+}
+
+// bundleLists is the string entries of b's data.termgate.lists, by list.
+func bundleLists(b *Bundle) map[string][]string {
+	lists := map[string][]string{}
+	tg, _ := b.data["termgate"].(map[string]any)
+	ls, _ := tg["lists"].(map[string]any)
+	for name, l := range ls {
+		arr, _ := l.([]any)
+		for _, v := range arr {
+			if s, ok := v.(string); ok {
+				lists[name] = append(lists[name], s)
+			}
+		}
+	}
+	return lists
 }

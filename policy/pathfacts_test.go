@@ -8,7 +8,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
-	"github.com/open-policy-agent/opa/v1/storage/inmem"
 )
 
 // pathWords are words made to take each branch of protected_by_list and
@@ -28,21 +27,7 @@ var pathWords = []string{
 // pathRulesQuery evaluates the rules' own protected_by_list and
 // sensitive_by_glob over input.words.
 func pathRulesQuery(t testing.TB, e *Engine) rego.PreparedEvalQuery {
-	b := e.Bundle()
-	opts := []func(*rego.Rego){
-		rego.Query(`p := {w | some w in input.words; data.termgate.protected_by_list(w)}; s := {w | some w in input.words; data.termgate.sensitive_by_glob(w)}`),
-		rego.Capabilities(Capabilities()),
-		rego.SetRegoVersion(ast.RegoV1),
-		rego.Store(inmem.NewFromObjectWithOpts(b.data, inmem.OptReturnASTValuesOnRead(true))),
-	}
-	for n, src := range b.modules {
-		opts = append(opts, rego.Module(n, src))
-	}
-	q, err := rego.New(opts...).PrepareForEval(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
+	return bundleQuery(t, e, `p := {w | some w in input.words; data.termgate.protected_by_list(w)}; s := {w | some w in input.words; data.termgate.sensitive_by_glob(w)}`)
 }
 
 // samePathFacts fails t when the engine's facts for words differ from

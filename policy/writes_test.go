@@ -5,9 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
-	"github.com/open-policy-agent/opa/v1/storage/inmem"
 )
 
 // writeLines write by each way the rules find a written file, with the
@@ -24,21 +22,7 @@ var writeLines = []string{
 }
 
 func writeTargetsQuery(t testing.TB, e *Engine) rego.PreparedEvalQuery {
-	b := e.Bundle()
-	opts := []func(*rego.Rego){
-		rego.Query("data.termgate.write_targets"),
-		rego.Capabilities(Capabilities()),
-		rego.SetRegoVersion(ast.RegoV1),
-		rego.Store(inmem.NewFromObjectWithOpts(b.data, inmem.OptReturnASTValuesOnRead(true))),
-	}
-	for n, src := range b.modules {
-		opts = append(opts, rego.Module(n, src))
-	}
-	q, err := rego.New(opts...).PrepareForEval(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
+	return bundleQuery(t, e, "data.termgate.write_targets")
 }
 
 // sameWriteTargets reports how many files in writes, and fails t when
