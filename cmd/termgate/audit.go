@@ -12,6 +12,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -758,20 +759,34 @@ func (a *ecsAuditor) policyInput(in GateInput, d Decision) (any, bool) {
 	return v, changed
 }
 
-// redactStrings redacts every string in a decoded JSON value, in place,
-// and reports whether one changed.
+// redactStrings redacts every string in a decoded JSON value, object
+// keys included, in place, and reports whether one changed.
 func redactStrings(v any, red func(string) string) bool {
 	changed := false
 	switch x := v.(type) {
 	case map[string]any:
-		for k, e := range x {
+		// Keys too: some objects are keyed by the line's own words
+		// (shell.path_facts). In order, so two keys that redact to one
+		// keep the same value every time.
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			e := x[k]
 			if s, ok := e.(string); ok {
 				if r := red(s); r != s {
-					x[k], changed = r, true
+					e, changed = r, true
 				}
-				continue
+			} else {
+				changed = redactStrings(e, red) || changed
 			}
-			changed = redactStrings(e, red) || changed
+			if rk := red(k); rk != k {
+				delete(x, k)
+				k, changed = rk, true
+			}
+			x[k] = e
 		}
 	case []any:
 		for i, e := range x {
