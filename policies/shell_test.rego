@@ -237,3 +237,14 @@ test_write_targets_are_read if {
 	denied_by(object.union(doc, {"shell": {"write_targets": ["/etc/passwd"]}}), "file.sensitive_write")
 	data.termgate.write_targets == {"notes"} with input as doc
 }
+
+# A document whose commands lack the lists the engine derives is denied,
+# not judged by rules that would find nothing.
+test_underived_commands_are_denied if {
+	doc := bash([json.remove(c("cp", ["x", "/etc/passwd"]), ["listed"])])
+	decide(doc).action == "deny"
+	"policy.input_underived" in {f.rule | some f in data.termgate.finding with input as doc}
+	denied_by(bash([json.remove(c("touch", ["x"]), ["listed"]), c("ls", [])]), "policy.input_underived")
+	denied_by(bash([object.union(c("touch", ["x"]), {"listed": "file_commands"})]), "policy.input_underived")
+	allowed(bash([c("ls", [])]))
+}

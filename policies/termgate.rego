@@ -58,6 +58,21 @@ decision := {
 
 cfg := data.termgate.lists
 
+# The rules ask each command's lists of c.listed, which the engine derives
+# for every command on every decision, whatever the caller sent. A
+# document without it (from an engine older than this bundle) would pass
+# every rule that asks: it is denied instead. The first command stands
+# for all (the engine derives all or none): checking each cost 3 % of
+# every decision.
+finding contains {
+	"rule": "policy.input_underived",
+	"action": "deny",
+	"severity": "high",
+	"reason": "the input document lacks the lists the engine derives for each command (listed): this bundle needs an engine that derives them",
+} if {
+	not is_array(object.get(input.shell.commands[0], "listed", null))
+}
+
 # The sandbox profile a new session gets, chosen by what the session
 # runs: its program, after the wrappers that only run the next command
 # (env, nice, nohup, exec, timeout, …) and the gateway's own sh -c around
