@@ -295,25 +295,31 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 		allowed := ev.Decision.Action == Allow
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{map[bool]string{true: "allowed", false: "denied"}[allowed]}).
 			Set("event.action", inputAction(in.Action)).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[allowed])
+		if a.setPolicyInput(r, in, ev.Decision) {
+			text = hiddenSecretText
+		}
 		setInput(r, in, text)
 		setRule(ev.Decision)
-		a.setPolicyInput(r, in, ev.Decision)
 		security = !allowed || strings.Contains(ev.Decision.Reason, "(confirmed") || in.Action == ActionStart
 		msg = fmt.Sprintf("%s %s by %s", map[bool]string{true: "allowed", false: "denied"}[allowed], inputAction(in.Action), ev.Decision.Rule)
 	case KindConfirmAsked:
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{"info"}).
 			Set("event.action", "confirmation-requested").Set("event.outcome", "unknown")
+		if a.setPolicyInput(r, in, ev.Decision) {
+			text = hiddenSecretText
+		}
 		setInput(r, in, text)
 		setRule(ev.Decision)
-		a.setPolicyInput(r, in, ev.Decision)
 		r.Set("termgate.confirmation.via", "mcp-elicitation")
 		security, msg = true, "asked the human to confirm: "+ev.Decision.Rule
 	case KindConfirmAnswered:
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{map[bool]string{true: "allowed", false: "denied"}[ev.Approved]}).
 			Set("event.action", "confirmation-answered").Set("event.outcome", map[bool]string{true: "success", false: "failure"}[ev.Approved])
+		if a.setPolicyInput(r, in, ev.Decision) {
+			text = hiddenSecretText
+		}
 		setInput(r, in, text)
 		setRule(ev.Decision)
-		a.setPolicyInput(r, in, ev.Decision)
 		by, via := ev.By, ev.Via
 		if by == "" {
 			by = "human (MCP client)"
@@ -691,18 +697,30 @@ func (g *gateway) sessionFacts(s *session.Session, recording string) *SessionFac
 	return f
 }
 
-func (a *ecsAuditor) setPolicyInput(r audit.Record, in GateInput, d Decision) {
-	if doc, redacted := a.policyInput(in, d); doc != nil {
+// setPolicyInput records the policy's document and reports whether it
+// showed a secret the text hid (see policyInput).
+func (a *ecsAuditor) setPolicyInput(r audit.Record, in GateInput, d Decision) (hidden bool) {
+	doc, redacted, hidden := a.policyInput(in, d)
+	if doc != nil {
 		r.Set("termgate.policy.input", doc)
 		if redacted {
 			r.Set("termgate.policy.input_redacted", true)
 		}
 	}
+	return hidden
 }
+
+// hiddenSecretText stands for a line whose text hides a secret the
+// shell decodes: the redactor reads the text as typed ($'\x67hp_…',
+// gh'p_'…), and only the parsed words showed the secret.
+const hiddenSecretText = "[input masked: the parsed line holds a secret its text hides]"
 
 // policyInput is the document the policy judged, as a decision record
 // carries it (termgate.policy.input): redacted, and still a document
-// `opa eval` replays. redacted reports that redaction changed it.
+// `opa eval` replays. redacted reports that redaction changed it;
+// hidden, that the document's own strings held a secret the text's
+// redaction did not remove, so the text hides one in a form the redactor
+// does not read, and must not be recorded as typed either.
 //
 // When redaction leaves the input's text, argv and cwd as they were, it
 // is the decision's own document. When redaction masked something there,
@@ -714,11 +732,11 @@ func (a *ecsAuditor) setPolicyInput(r audit.Record, in GateInput, d Decision) {
 // the decision. Either way every string of the document then passes the
 // redactor once more: a secret can hide in a form the text does not show
 // ($'\x67hp_…' is unquoted in the arguments).
-func (a *ecsAuditor) policyInput(in GateInput, d Decision) (any, bool) {
+func (a *ecsAuditor) policyInput(in GateInput, d Decision) (doc any, redacted, hidden bool) {
 	if d.Policy == nil || d.Policy.Input == nil || a.policy == nil {
-		return nil, false
+		return nil, false, false
 	}
-	doc := d.Policy.Input
+	pdoc := d.Policy.Input
 	red := a.redactor(in)
 	masked := in
 	masked.Text = red(in.Text)
@@ -741,22 +759,25 @@ func (a *ecsAuditor) policyInput(in GateInput, d Decision) (any, bool) {
 	changed := !reflect.DeepEqual(orig, redd)
 	if changed {
 		built := a.policy.Build(redd)
-		doc = &built
+		pdoc = &built
 	}
-	raw, err := json.Marshal(doc)
+	raw, err := json.Marshal(pdoc)
 	if err != nil {
-		return nil, false
+		return nil, false, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, false
+		return nil, false, false
 	}
-	if redactStrings(v, red) {
-		changed = true
+	hidden = redactStrings(v, red)
+	if hidden {
+		if m, ok := v.(map[string]any); ok {
+			m["text"] = hiddenSecretText
+		}
 	}
-	return v, changed
+	return v, changed || hidden, hidden
 }
 
 // redactStrings redacts every string in a decoded JSON value, object
