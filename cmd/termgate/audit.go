@@ -288,6 +288,15 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 			r.Set("termgate.decision.profile", d.Profile)
 		}
 	}
+	// judged records what was typed, the policy's document and its rule;
+	// the text is masked when the document showed a secret it hid.
+	judged := func(d Decision) {
+		if a.setPolicyInput(r, in, d) {
+			text = hiddenSecretText
+		}
+		setInput(r, in, text)
+		setRule(d)
+	}
 	security := false
 	msg := ""
 	switch ev.Kind {
@@ -295,31 +304,19 @@ func (a *ecsAuditor) build(ctx context.Context, ev AuditEvent) (audit.Record, bo
 		allowed := ev.Decision.Action == Allow
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{map[bool]string{true: "allowed", false: "denied"}[allowed]}).
 			Set("event.action", inputAction(in.Action)).Set("event.outcome", map[bool]string{true: "success", false: "failure"}[allowed])
-		if a.setPolicyInput(r, in, ev.Decision) {
-			text = hiddenSecretText
-		}
-		setInput(r, in, text)
-		setRule(ev.Decision)
+		judged(ev.Decision)
 		security = !allowed || strings.Contains(ev.Decision.Reason, "(confirmed") || in.Action == ActionStart
 		msg = fmt.Sprintf("%s %s by %s", map[bool]string{true: "allowed", false: "denied"}[allowed], inputAction(in.Action), ev.Decision.Rule)
 	case KindConfirmAsked:
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{"info"}).
 			Set("event.action", "confirmation-requested").Set("event.outcome", "unknown")
-		if a.setPolicyInput(r, in, ev.Decision) {
-			text = hiddenSecretText
-		}
-		setInput(r, in, text)
-		setRule(ev.Decision)
+		judged(ev.Decision)
 		r.Set("termgate.confirmation.via", "mcp-elicitation")
 		security, msg = true, "asked the human to confirm: "+ev.Decision.Rule
 	case KindConfirmAnswered:
 		r.Set("event.category", []string{"intrusion_detection"}).Set("event.type", []string{map[bool]string{true: "allowed", false: "denied"}[ev.Approved]}).
 			Set("event.action", "confirmation-answered").Set("event.outcome", map[bool]string{true: "success", false: "failure"}[ev.Approved])
-		if a.setPolicyInput(r, in, ev.Decision) {
-			text = hiddenSecretText
-		}
-		setInput(r, in, text)
-		setRule(ev.Decision)
+		judged(ev.Decision)
 		by, via := ev.By, ev.Via
 		if by == "" {
 			by = "human (MCP client)"
