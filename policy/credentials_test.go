@@ -32,12 +32,8 @@ var credentialLines = []string{
 func TestCredentialsDerivedAsRulesDo(t *testing.T) {
 	e := defaultEngine(t)
 	q := credentialReadsQuery(t, e)
-	inputs := benchInputs(t)
-	for _, l := range credentialLines {
-		inputs = append(inputs, Input{Action: "input", Program: "bash", Text: l, Cwd: "/home/u/p"})
-	}
 	found := 0
-	for _, in := range inputs {
+	for _, in := range withLines(benchInputs(t), credentialLines) {
 		if ok := sameCredentialReads(t, e, q, in); ok {
 			found++
 		}
@@ -50,16 +46,32 @@ func TestCredentialsDerivedAsRulesDo(t *testing.T) {
 // FuzzCredentials compares the derived credentials with the rules' own
 // on any line.
 func FuzzCredentials(f *testing.F) {
-	for _, l := range credentialLines {
-		f.Add(l, "/home/u/p")
-	}
 	e := defaultEngine(f)
 	q := credentialReadsQuery(f, e)
+	fuzzLines(f, credentialLines, func(t *testing.T, in Input) { sameCredentialReads(t, e, q, in) })
+}
+
+// withLines is inputs and, after them, each line typed into bash in
+// /home/u/p.
+func withLines(inputs []Input, lines []string) []Input {
+	for _, l := range lines {
+		inputs = append(inputs, Input{Action: "input", Program: "bash", Text: l, Cwd: "/home/u/p"})
+	}
+	return inputs
+}
+
+// fuzzLines fuzzes check with a line typed into bash and the directory
+// it runs in, seeded with lines in /home/u/p; a line over 512 bytes is
+// skipped.
+func fuzzLines(f *testing.F, lines []string, check func(*testing.T, Input)) {
+	for _, l := range lines {
+		f.Add(l, "/home/u/p")
+	}
 	f.Fuzz(func(t *testing.T, line, cwd string) {
 		if len(line) > 512 {
 			return
 		}
-		sameCredentialReads(t, e, q, Input{Action: "input", Program: "bash", Text: line, Cwd: cwd})
+		check(t, Input{Action: "input", Program: "bash", Text: line, Cwd: cwd})
 	})
 }
 

@@ -269,9 +269,9 @@ type Bundle struct {
 
 // index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic,
 // sh.PathFacts, sh.WriteTargets and each command's Flags, Operands, Listed
-// and Credentials from
-// sh.Commands, always: rules rely on them, so a caller's own values are
-// never trusted. It writes into sh and its commands.
+// and Credentials from sh.Commands, always: rules rely on them, so a
+// caller's own values are never trusted. It writes into sh and its
+// commands.
 func (b *Bundle) index(sh *Shell, gw *Gateway) {
 	sh.fill()
 	sh.Names, sh.Listed, sh.WordsListed = []string{}, []string{}, []string{}

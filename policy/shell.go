@@ -85,9 +85,9 @@ type Shell struct {
 	GatewayRefs []string `json:"gateway_refs,omitempty"`
 	// PathFacts says, for each operand of the commands (as written and
 	// resolved) and each redirection's target and path, whether the
-	// rules' protected and sensitive_path hold for it (see pathIndex). Derived by the
-	// engine; absent when the bundle has no protected_paths or
-	// sensitive_write_globs lists.
+	// rules' protected and sensitive_path hold for it (see pathIndex).
+	// Derived by the engine; absent when the bundle has no
+	// protected_paths or sensitive_write_globs lists.
 	PathFacts map[string]PathFact `json:"path_facts,omitempty"`
 	// WriteTargets are the files the commands write, as the bundle's
 	// write_target rules find them (see Bundle.writeTargets). Derived by

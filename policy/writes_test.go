@@ -59,12 +59,8 @@ func sameWriteTargets(t testing.TB, e *Engine, q rego.PreparedEvalQuery, in Inpu
 func TestWriteTargetsAsRulesDo(t *testing.T) {
 	e := defaultEngine(t)
 	q := writeTargetsQuery(t, e)
-	inputs := benchInputs(t)
-	for _, l := range writeLines {
-		inputs = append(inputs, Input{Action: "input", Program: "bash", Text: l, Cwd: "/home/u/p"})
-	}
 	found := 0
-	for _, in := range inputs {
+	for _, in := range withLines(benchInputs(t), writeLines) {
 		if sameWriteTargets(t, e, q, in) > 0 {
 			found++
 		}
@@ -77,15 +73,7 @@ func TestWriteTargetsAsRulesDo(t *testing.T) {
 // FuzzWriteTargets compares the derived write targets with the rules'
 // own on any line.
 func FuzzWriteTargets(f *testing.F) {
-	for _, l := range writeLines {
-		f.Add(l, "/home/u/p")
-	}
 	e := defaultEngine(f)
 	q := writeTargetsQuery(f, e)
-	f.Fuzz(func(t *testing.T, line, cwd string) {
-		if len(line) > 512 {
-			return
-		}
-		sameWriteTargets(t, e, q, Input{Action: "input", Program: "bash", Text: line, Cwd: cwd})
-	})
+	fuzzLines(f, writeLines, func(t *testing.T, in Input) { sameWriteTargets(t, e, q, in) })
 }
