@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	ts "github.com/tree-sitter/go-tree-sitter"
 	tspython "github.com/tree-sitter/tree-sitter-python/bindings/go"
@@ -68,12 +69,13 @@ var pyDynamicModules = map[string]bool{"ctypes": true, "cffi": true, "_ctypes": 
 
 // pyGrammar is what the walk needs of the grammar, looked up once, on
 // first use (not at start: the sandbox launcher is this binary too): the
-// language, node kinds by id, and field ids by name. (The bindings' Kind
-// and ChildByFieldName allocate and convert C strings on every call; by
-// id, a node costs one call into C.)
+// language, node kinds by id, and field ids by name. (The walk reads a
+// tree copied out of C in one call, tstree.go, and looks kinds and fields
+// up by id.)
 var pyGrammarOnce = sync.OnceValue(func() pyGrammarT {
 	tsLibcAllocator()
-	g := pyGrammarT{lang: ts.NewLanguage(tspython.Language()), fields: map[string]uint16{}}
+	g := pyGrammarT{raw: tspython.Language(), fields: map[string]uint16{}}
+	g.lang = ts.NewLanguage(g.raw)
 	n := g.lang.NodeKindCount()
 	g.kinds = make([]string, n)
 	for id := uint32(0); id < n; id++ {
@@ -88,12 +90,13 @@ var pyGrammarOnce = sync.OnceValue(func() pyGrammarT {
 
 type pyGrammarT struct {
 	lang   *ts.Language
+	raw    unsafe.Pointer // the grammar's TSLanguage, for parseTS
 	kinds  []string
 	fields map[string]uint16
 }
 
 // pyKind is a node's kind.
-func pyKind(n *ts.Node) string {
+func pyKind(n *tsNode) string {
 	kinds := pyGrammarOnce().kinds
 	if id := int(n.KindId()); id < len(kinds) {
 		return kinds[id]
@@ -120,7 +123,7 @@ type pyAnalysis struct {
 	star    []string          // modules imported with *
 	nodes   int
 	// argCache holds the calls' arguments read so far, by node.
-	argCache map[uintptr]*pyArgs
+	argCache map[*tsNode]*pyArgs
 }
 
 // maxNodes bounds the nodes of a tree the analysis visits, and maxNest how
@@ -145,20 +148,11 @@ func analysePython(d *derived, code string) {
 		pyIncomplete(d, code)
 		return
 	}
-	p := ts.NewParser()
-	defer p.Close()
-	if err := p.SetLanguage(pyGrammarOnce().lang); err != nil {
-		d.code.ParseError = "the Python grammar does not load: " + err.Error()
-		return
-	}
-	src := []byte(code)
-	tree := p.Parse(src, nil)
-	if tree == nil {
+	root := parseTS(pyGrammarOnce().raw, code).root()
+	if root == nil {
 		d.code.ParseError = "the Python parser gave no tree"
 		return
 	}
-	defer tree.Close()
-	root := tree.RootNode()
 	a := &pyAnalysis{d: d, src: code, aliases: map[string]string{}, consts: map[string]value{}}
 	a.walk(root, 0)
 	if root.HasError() {
@@ -269,7 +263,7 @@ func identifiers(code string) []string {
 	return out
 }
 
-func (a *pyAnalysis) text(n *ts.Node) string {
+func (a *pyAnalysis) text(n *tsNode) string {
 	s, e := n.StartByte(), n.EndByte()
 	if s > e || e > uint(len(a.src)) {
 		return ""
@@ -279,7 +273,7 @@ func (a *pyAnalysis) text(n *ts.Node) string {
 
 // walk visits every node once, in source order: an import or assignment
 // is seen before the calls that follow it.
-func (a *pyAnalysis) walk(n *ts.Node, nest int) {
+func (a *pyAnalysis) walk(n *tsNode, nest int) {
 	if n == nil || nest > maxNest {
 		return
 	}
@@ -312,7 +306,7 @@ func (a *pyAnalysis) walk(n *ts.Node, nest int) {
 
 // dotted is the text of a dotted_name, NFKC-folded as Python folds
 // identifiers.
-func (a *pyAnalysis) name(n *ts.Node) string {
+func (a *pyAnalysis) name(n *tsNode) string {
 	if n == nil {
 		return ""
 	}
@@ -332,7 +326,7 @@ func isASCII(s string) bool {
 	return true
 }
 
-func (a *pyAnalysis) importStmt(n *ts.Node) {
+func (a *pyAnalysis) importStmt(n *tsNode) {
 	for i := uint(0); i < n.NamedChildCount(); i++ {
 		c := n.NamedChild(i)
 		switch pyKind(c) {
@@ -351,7 +345,7 @@ func (a *pyAnalysis) importStmt(n *ts.Node) {
 	}
 }
 
-func (a *pyAnalysis) importFrom(n *ts.Node) {
+func (a *pyAnalysis) importFrom(n *tsNode) {
 	mod := a.name(n.ChildByFieldId(pyGrammarOnce().fields["module_name"]))
 	a.module(mod)
 	for i := uint(0); i < n.NamedChildCount(); i++ {
@@ -376,7 +370,7 @@ func (a *pyAnalysis) importFrom(n *ts.Node) {
 	}
 }
 
-func (a *pyAnalysis) isModuleName(stmt, c *ts.Node) bool {
+func (a *pyAnalysis) isModuleName(stmt, c *tsNode) bool {
 	m := stmt.ChildByFieldId(pyGrammarOnce().fields["module_name"])
 	return m != nil && m.StartByte() == c.StartByte() && m.EndByte() == c.EndByte()
 }
@@ -396,7 +390,7 @@ func (a *pyAnalysis) module(mod string) {
 
 // assignment records aliases (s = os.system, o = __import__('os')) and
 // constants (p = '/etc').
-func (a *pyAnalysis) assignment(n *ts.Node) {
+func (a *pyAnalysis) assignment(n *tsNode) {
 	left, right := n.ChildByFieldId(pyGrammarOnce().fields["left"]), n.ChildByFieldId(pyGrammarOnce().fields["right"])
 	if left == nil || right == nil || pyKind(left) != "identifier" {
 		return
@@ -423,7 +417,7 @@ func (a *pyAnalysis) assignment(n *ts.Node) {
 
 // reference notes a name of a module that runs native code, wherever it
 // stands (ctypes.CDLL, a bare ctypes).
-func (a *pyAnalysis) reference(n *ts.Node) {
+func (a *pyAnalysis) reference(n *tsNode) {
 	if pyKind(n) == "identifier" {
 		if q := a.aliases[a.name(n)]; q != "" {
 			root, _, _ := strings.Cut(q, ".")
@@ -449,7 +443,7 @@ func (a *pyAnalysis) reference(n *ts.Node) {
 
 // subscript flags lookups of functions by a name known at run time:
 // globals()[…], vars(os)[…], os.__dict__[…], sys.modules[…].
-func (a *pyAnalysis) subscript(n *ts.Node) {
+func (a *pyAnalysis) subscript(n *tsNode) {
 	v := n.ChildByFieldId(pyGrammarOnce().fields["value"])
 	if v == nil {
 		return
@@ -467,7 +461,7 @@ func (a *pyAnalysis) subscript(n *ts.Node) {
 
 // resolveName is the qualified name an expression names, when it is a name
 // or attribute chain (os.path.join, an alias of one), or "".
-func (a *pyAnalysis) resolveName(n *ts.Node) string {
+func (a *pyAnalysis) resolveName(n *tsNode) string {
 	if n == nil {
 		return ""
 	}
@@ -507,7 +501,7 @@ func (a *pyAnalysis) resolveName(n *ts.Node) string {
 // a function names: __import__('os'), importlib.import_module('os'),
 // getattr(os, 'system'), pathlib.Path(p) (as pathlib.Path, for its
 // methods).
-func (a *pyAnalysis) resolve(n *ts.Node) string {
+func (a *pyAnalysis) resolve(n *tsNode) string {
 	if n == nil {
 		return ""
 	}
@@ -541,21 +535,20 @@ func (a *pyAnalysis) resolve(n *ts.Node) string {
 
 // pyArgs are a call's arguments: positional, and keyword by name.
 type pyArgs struct {
-	pos []*ts.Node
-	kw  map[string]*ts.Node
+	pos []*tsNode
+	kw  map[string]*tsNode
 }
 
-// args reads a call's arguments once (each node is a call into C).
-func (a *pyAnalysis) args(call *ts.Node) *pyArgs {
-	id := call.Id()
-	if c, ok := a.argCache[id]; ok {
+// args reads a call's arguments once.
+func (a *pyAnalysis) args(call *tsNode) *pyArgs {
+	if c, ok := a.argCache[call]; ok {
 		return c
 	}
 	c := &pyArgs{}
 	if a.argCache == nil {
-		a.argCache = map[uintptr]*pyArgs{}
+		a.argCache = map[*tsNode]*pyArgs{}
 	}
-	a.argCache[id] = c
+	a.argCache[call] = c
 	al := call.ChildByFieldId(pyGrammarOnce().fields["arguments"])
 	if al == nil {
 		return c
@@ -566,7 +559,7 @@ func (a *pyAnalysis) args(call *ts.Node) *pyArgs {
 		switch pyKind(arg) {
 		case "keyword_argument":
 			if c.kw == nil {
-				c.kw = map[string]*ts.Node{}
+				c.kw = map[string]*tsNode{}
 			}
 			c.kw[a.name(arg.ChildByFieldId(pyGrammarOnce().fields["name"]))] = arg.ChildByFieldId(pyGrammarOnce().fields["value"])
 		case "dictionary_splat", "comment":
@@ -578,13 +571,13 @@ func (a *pyAnalysis) args(call *ts.Node) *pyArgs {
 }
 
 // argNodes are a call's positional arguments.
-func (a *pyAnalysis) argNodes(call *ts.Node) []*ts.Node { return a.args(call).pos }
+func (a *pyAnalysis) argNodes(call *tsNode) []*tsNode { return a.args(call).pos }
 
 // kwarg is the value of a call's keyword argument, or nil.
-func (a *pyAnalysis) kwarg(call *ts.Node, name string) *ts.Node { return a.args(call).kw[name] }
+func (a *pyAnalysis) kwarg(call *tsNode, name string) *tsNode { return a.args(call).kw[name] }
 
 // callNode judges one call.
-func (a *pyAnalysis) callNode(n *ts.Node) {
+func (a *pyAnalysis) callNode(n *tsNode) {
 	fnNode := n.ChildByFieldId(pyGrammarOnce().fields["function"])
 	if fnNode == nil {
 		return
@@ -592,7 +585,7 @@ func (a *pyAnalysis) callNode(n *ts.Node) {
 	name := a.resolve(fnNode)
 	args := a.argNodes(n)
 	// A method of a path object: Path(p).write_text(…) writes p.
-	var self *ts.Node
+	var self *tsNode
 	if pyKind(fnNode) == "attribute" {
 		obj := fnNode.ChildByFieldId(pyGrammarOnce().fields["object"])
 		if strings.HasPrefix(name, "pathlib.Path.") {
@@ -677,12 +670,12 @@ func (a *pyAnalysis) callNode(n *ts.Node) {
 
 // pathOf is the path a pathlib.Path expression stands for: the argument of
 // Path(p), or the expression itself.
-func (a *pyAnalysis) pathOf(n *ts.Node) *ts.Node { return n }
+func (a *pyAnalysis) pathOf(n *tsNode) *tsNode { return n }
 
 // openWrites: the open mode writes (w, a, x, +; os.open's O_WRONLY,
 // O_RDWR, O_CREAT, O_APPEND, O_TRUNC). A mode known only at run time
 // counts as writing.
-func (a *pyAnalysis) openWrites(name string, call *ts.Node, vals []value, method bool) bool {
+func (a *pyAnalysis) openWrites(name string, call *tsNode, vals []value, method bool) bool {
 	at := 1
 	if method {
 		at = 1 // Path.open(mode): the path is vals[0], the mode vals[1]
@@ -706,7 +699,7 @@ func (a *pyAnalysis) openWrites(name string, call *ts.Node, vals []value, method
 }
 
 // list is the items of a list or tuple literal, folded, or nil.
-func (a *pyAnalysis) list(n *ts.Node) []value {
+func (a *pyAnalysis) list(n *tsNode) []value {
 	if n == nil {
 		return nil
 	}
@@ -736,7 +729,7 @@ func (a *pyAnalysis) list(n *ts.Node) []value {
 // concatenation, % and .format with constants, os.path.join, the home
 // directory in its spellings (as ~), constants bound earlier. Anything
 // else is a run-time value.
-func (a *pyAnalysis) eval(n *ts.Node, nest int) value {
+func (a *pyAnalysis) eval(n *tsNode, nest int) value {
 	if n == nil {
 		return unknownValue("")
 	}
@@ -805,11 +798,11 @@ func (a *pyAnalysis) eval(n *ts.Node, nest int) value {
 	return unknownValue(a.text(n))
 }
 
-func (a *pyAnalysis) isPath(n *ts.Node) bool {
+func (a *pyAnalysis) isPath(n *tsNode) bool {
 	return n != nil && pyKind(n) == "call" && strings.HasPrefix(a.resolve(n), "pathlib.Path")
 }
 
-func (a *pyAnalysis) evalCall(n *ts.Node, nest int) value {
+func (a *pyAnalysis) evalCall(n *tsNode, nest int) value {
 	fnNode := n.ChildByFieldId(pyGrammarOnce().fields["function"])
 	fn := a.resolveName(fnNode)
 	args := a.argNodes(n)
@@ -898,7 +891,7 @@ func (a *pyAnalysis) evalCall(n *ts.Node, nest int) value {
 }
 
 // percent folds "…%s…" % args.
-func (a *pyAnalysis) percent(f value, r *ts.Node, nest int) value {
+func (a *pyAnalysis) percent(f value, r *tsNode, nest int) value {
 	var args []value
 	if items := a.list(r); items != nil && pyKind(r) == "tuple" {
 		args = items
@@ -940,7 +933,7 @@ func (a *pyAnalysis) percent(f value, r *ts.Node, nest int) value {
 }
 
 // format folds "…{}…".format(args) with positional and keyword arguments.
-func (a *pyAnalysis) format(f value, call *ts.Node, nest int) value {
+func (a *pyAnalysis) format(f value, call *tsNode, nest int) value {
 	if !f.known {
 		return unknownValue(f.s)
 	}
@@ -1005,7 +998,7 @@ func (a *pyAnalysis) format(f value, call *ts.Node, nest int) value {
 
 // str is a string literal's value: prefixes, escapes and f-string
 // interpolations with constants resolved.
-func (a *pyAnalysis) str(n *ts.Node, nest int) value {
+func (a *pyAnalysis) str(n *tsNode, nest int) value {
 	raw := false
 	out := value{known: true}
 	var b strings.Builder
