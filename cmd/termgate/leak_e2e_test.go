@@ -324,3 +324,34 @@ func TestLeakSecondCopies(t *testing.T) {
 		t.Errorf("output log: %q", views["output log"])
 	}
 }
+
+// TestLeakQuoteSplitEcho: a token the shell joins from quoted pieces or
+// decodes from an escape is in no view as the terminal echoed it, nor in
+// the audit log or the recording: the line's parsed words show it, and
+// the session holds it before the line is typed.
+func TestLeakQuoteSplitEcho(t *testing.T) {
+	s := startLeakServer(t)
+	dir := t.TempDir()
+	id := s.start(map[string]any{"cwd": dir})
+	spellings := []func(tail string) string{
+		func(tail string) string { return "true gh'p_'" + tail },
+		func(tail string) string { return `true $'\x67hp_` + tail + `'` },
+		func(tail string) string { return `true "gh""p_"` + tail[:18] + `''` + tail[18:] },
+	}
+	var tails []string
+	for _, spell := range spellings {
+		tail := randomAlnum(36)
+		tails = append(tails, tail)
+		r := s.send(id, spell(tail))
+		noLeak(t, map[string]string{"result": str(r, "output")}, tail)
+	}
+	views := s.views(id)
+	// The echo is there, masked: the test sees the lines it looks in.
+	if n := strings.Count(views["screen"], "[REDACTED:"); n < len(spellings) {
+		t.Errorf("the screen shows %d masks for %d echoed lines: %q", n, len(spellings), views["screen"])
+	}
+	s.ok("session_close", map[string]any{"session_id": id})
+	views["recording file"] = s.recordingFile(id)
+	views["audit log"] = s.auditText()
+	noLeak(t, views, tails...)
+}

@@ -276,7 +276,11 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger, getenv func(
 	gw.protected = protectedPaths(cfg, getenv)
 	gw.env = sessionEnv(gw.env, append(specs, cfg.Secrets...))
 	gw.gate = newExecGate(gw, cfg.ExecGate) // the exec gate (execgate.go)
-	gw.stages.Judged, gw.stages.ExecGate = gw.gate.judged, cfg.ExecGate
+	gw.stages.Judged = func(in GateInput, d Decision) {
+		gw.gate.judged(in, d)
+		gw.teachHidden(in, d)
+	}
+	gw.stages.ExecGate = cfg.ExecGate
 	hosts, err := readEgressHosts(cfg.EgressHosts)
 	if err != nil {
 		return nil, nil, nil, err
