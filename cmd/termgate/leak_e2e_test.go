@@ -337,6 +337,8 @@ func TestLeakQuoteSplitEcho(t *testing.T) {
 		func(tail string) string { return "true gh'p_'" + tail },
 		func(tail string) string { return `true $'\x67hp_` + tail + `'` },
 		func(tail string) string { return `true "gh""p_"` + tail[:18] + `''` + tail[18:] },
+		// Across the terminal's 80th column: the echo wraps inside it.
+		func(tail string) string { return "true " + strings.Repeat("w", 60) + " gh'p_'" + tail },
 	}
 	var tails []string
 	for _, spell := range spellings {

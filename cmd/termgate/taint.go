@@ -46,22 +46,31 @@ func (g *gateway) taintOf(id string) *redact.Taint {
 	return s.Taint()
 }
 
-// A secret the shell or an interpreter decodes from a spelling the
-// redactor does not read as one (gh'p_'…, $'\x67hp_…', "gh" "p_…") is
-// masked in the audit record of the line (hiddenSecretText), but the
-// terminal echoes the line as typed: the session's views showed the
-// spelling, which holds all of the secret but a few bytes. So when a line
-// is allowed on a session, the secrets its policy document shows and its
-// text hides are held by the session's Taint before the line is typed:
-// every piece of 8 bytes or more of each is masked in every view,
-// wherever the echo breaks it. If the Taint holds all it may, the value
-// and the pieces the text shows are remembered as found values instead.
+// A secret the shell decodes from a spelling the redactor does not read
+// as one (gh'p_'…, $'\x67hp_…', "gh""p_…") is masked in the audit
+// record of the line (hiddenSecretText), but the terminal echoes the line
+// as typed: the session's views showed the spelling, which holds all of
+// the secret but a few bytes. So when a line is allowed on a session, the
+// secrets its policy document shows and its text hides are remembered by
+// the session's Taint before the line is typed, as found values: the
+// secret itself, and each piece of it of 8 bytes or more that the text
+// shows as it is. The echo's copies of those pieces are masked in every
+// view; the screen joins a row the terminal wrapped before it is masked.
+//
+// Found values, not held ones: a held value masks every 8-byte piece of
+// itself wherever it appears, the agent's later input in the audit log
+// included, so a token the agent made up (gh'p_'evilhostXXXX…) would let
+// it blind the log to a word of its choice. A found value masks only
+// copies of itself, which printing the same token already does. Found
+// values are bounded by the Taint, oldest out first; none is refused.
 //
 // Not covered: a secret built while the line runs
-// ($(printf 'gh%s' 'p_…')) is in neither the text nor the document; it
-// is masked once it is printed whole.
+// ($(printf 'gh%s' 'p_…')) is in neither the text nor the document (it is
+// masked once it is printed whole); and code typed into an interpreter
+// ('gh' 'p_…' in Python, '\x67hp_…' inside a Python string): the document
+// holds a code string only where a call the analysis judges uses it.
 
-// teachHidden holds, in the Taint of in's session, the secrets the
+// teachHidden has the Taint of in's session remember the secrets the
 // policy's document of an allowed input shows and its text hides.
 func (g *gateway) teachHidden(in GateInput, d Decision) {
 	if in.Session == nil || in.Secret || d.Policy == nil || d.Policy.Input == nil || g.redactor == nil {
@@ -72,9 +81,6 @@ func (g *gateway) teachHidden(in GateInput, d Decision) {
 		return
 	}
 	for _, h := range hiddenSecrets(d.Policy.Input, in.Text, g.redactor) {
-		if t.Hold(h.value) == nil {
-			continue
-		}
 		t.Add(h.value, h.rule)
 		for _, p := range literalPieces(h.value, in.Text, 8) {
 			t.Add(p, h.rule)
@@ -84,12 +90,8 @@ func (g *gateway) teachHidden(in GateInput, d Decision) {
 
 type hiddenSecret struct{ value, rule string }
 
-// maxHidden bounds the secrets one document teaches, and the length of
-// each that literalPieces reads.
-const (
-	maxHidden      = 16
-	maxHiddenValue = 1024
-)
+// maxHiddenValue bounds the length of a secret literalPieces reads.
+const maxHiddenValue = 1024
 
 // hiddenSecrets are the secrets in the strings of doc (values and object
 // keys) that text does not hold whole.
@@ -108,7 +110,7 @@ func hiddenSecrets(doc any, text string, red *redact.Engine) []hiddenSecret {
 	check := func(s string) {
 		for _, sp := range red.Find(s, nil) {
 			val := s[sp.Start:sp.End]
-			if len(out) == maxHidden || seen[val] || strings.Contains(text, val) {
+			if seen[val] || strings.Contains(text, val) {
 				continue
 			}
 			seen[val] = true
@@ -135,11 +137,11 @@ func hiddenSecrets(doc any, text string, red *redact.Engine) []hiddenSecret {
 }
 
 // literalPieces are the longest pieces of value, of least bytes or more,
-// that text holds as they are, in the order they start in value.
+// that text holds as they are, in the order they start in value; every
+// byte of value inside such a piece is in one of them.
 func literalPieces(value, text string, least int) []string {
 	value = value[:min(len(value), maxHiddenValue)]
 	var out []string
-	end := 0 // where the last piece ended: a piece inside it adds nothing
 	for i := 0; i+least <= len(value); i++ {
 		if !strings.Contains(text, value[i:i+least]) {
 			continue
@@ -154,10 +156,13 @@ func literalPieces(value, text string, least int) []string {
 				hi = mid - 1
 			}
 		}
-		if lo > end {
-			out = append(out, value[i:lo])
-			end = lo
+		out = append(out, value[i:lo])
+		if lo == len(value) {
+			break
 		}
+		// A piece that reaches past this one holds its last least bytes
+		// from lo-least+1 on: start there.
+		i = max(i, lo-least)
 	}
 	return out
 }
