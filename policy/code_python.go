@@ -150,7 +150,13 @@ func analysePython(d *derived, code string) {
 	}
 	root := parseTS(pyGrammarOnce().raw, code).root()
 	if root == nil {
-		d.code.ParseError = "the Python parser gave no tree"
+		// No tree (the parser gave up after parseTimeout): judged on
+		// what the lexical scan finds, as code that does not parse.
+		if d.code.ParseError == "" {
+			d.code.ParseError = "the Python parser gave up on the code"
+		}
+		d.code.Modules = append(d.code.Modules, identifiers(code)...)
+		shellOut(&d.sh, code, d.depth+1)
 		return
 	}
 	a := &pyAnalysis{d: d, src: code, aliases: map[string]string{}, consts: map[string]value{}}

@@ -19,6 +19,7 @@ typedef struct { const void *tree; const void *id; uint32_t context[3]; } TSTree
 extern TSParser *ts_parser_new(void);
 extern void ts_parser_delete(TSParser *);
 extern bool ts_parser_set_language(TSParser *, const TSLanguage *);
+extern void ts_parser_set_timeout_micros(TSParser *, uint64_t);
 extern TSTree *ts_parser_parse_string(TSParser *, const TSTree *, const char *, uint32_t);
 extern void ts_tree_delete(TSTree *);
 extern TSNode ts_tree_root_node(const TSTree *);
@@ -46,11 +47,15 @@ typedef struct {
 } tg_node;
 
 // tg_parse parses src and returns its tree (NULL if the parser gave
-// none) and, in *count, the number of nodes tg_flatten will write.
-static TSTree *tg_parse(const void *lang, const char *src, uint32_t len, uint32_t *count) {
+// none, or gave up after timeout microseconds) and, in *count, the
+// number of nodes tg_flatten will write.
+static TSTree *tg_parse(const void *lang, const char *src, uint32_t len, uint64_t timeout, uint32_t *count) {
 	*count = 0;
 	TSParser *p = ts_parser_new();
 	if (p == NULL) return NULL;
+	// Deprecated in 0.25 for a progress callback, and still there: a
+	// build against a library without it fails to link, not to stop.
+	ts_parser_set_timeout_micros(p, timeout);
 	TSTree *t = NULL;
 	if (ts_parser_set_language(p, (const TSLanguage *)lang)) t = ts_parser_parse_string(p, NULL, src, len);
 	ts_parser_delete(p);
@@ -102,6 +107,7 @@ static void tg_tree_delete(TSTree *t) { ts_tree_delete(t); }
 import "C"
 
 import (
+	"time"
 	"unsafe"
 )
 
@@ -127,8 +133,14 @@ type tsNode struct {
 	tree          *tsTree
 }
 
+// parseTimeout bounds one parse. tree-sitter parses Python at about 2
+// MB/s here, so the longest code analysed (maxCode) takes some 30 ms;
+// but some input makes its error recovery take seconds (64 KiB of
+// "x\x00y" took 12 s), and a decision must not wait on it.
+const parseTimeout = 250 * time.Millisecond
+
 // parseTS parses src with the grammar lang and copies the tree out, or
-// returns nil if the parser gives none.
+// returns nil if the parser gives none or gives up after parseTimeout.
 func parseTS(lang unsafe.Pointer, src string) *tsTree {
 	if len(src) == 0 {
 		src = "\n" // the empty program, with a byte to point at
@@ -136,7 +148,8 @@ func parseTS(lang unsafe.Pointer, src string) *tsTree {
 	// The parser reads the Go string in place: it keeps nothing of it
 	// once the call returns.
 	var count C.uint32_t
-	t := C.tg_parse(lang, (*C.char)(unsafe.Pointer(unsafe.StringData(src))), C.uint32_t(len(src)), &count)
+	t := C.tg_parse(lang, (*C.char)(unsafe.Pointer(unsafe.StringData(src))), C.uint32_t(len(src)),
+		C.uint64_t(parseTimeout.Microseconds()), &count)
 	if t == nil {
 		return nil
 	}
@@ -145,8 +158,10 @@ func parseTS(lang unsafe.Pointer, src string) *tsTree {
 		return nil
 	}
 	flat := make([]C.tg_node, int(count))
-	n := int(C.tg_flatten(t, &flat[0], count))
-	return newTSTree(flat[:n])
+	if n := C.tg_flatten(t, &flat[0], count); n != count {
+		return nil // a tree cut short would hide the calls in the rest
+	}
+	return newTSTree(flat)
 }
 
 // newTSTree links the flat nodes' children: children follow their parent

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -129,9 +130,26 @@ func FuzzTSTree(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		if len(src) > maxCode {
-			return
+		if len(src) > 2048 {
+			return // longer input only tests tree-sitter's own speed (some takes seconds)
 		}
 		sameTree(t, src)
 	})
+}
+
+// TestPythonParseGivesUp: code whose parse would take seconds (tree-sitter's
+// error recovery on this input took 12 s) is given up on, and judged as
+// code that does not parse: a confirm, since it names a module that runs
+// programs.
+func TestPythonParseGivesUp(t *testing.T) {
+	code := "import os\n" + strings.Repeat("x\x00y", 20000)
+	d := newDerived(&Shell{}, "python", 0)
+	analysePython(d, code)
+	if d.code.ParseError != "the Python parser gave up on the code" {
+		t.Fatalf("parse error %q", d.code.ParseError)
+	}
+	got, err := defaultEngine(t).Decide(context.Background(), Input{Action: "input", Program: "python3", Text: code})
+	if err != nil || got.Action != "confirm" || got.Rule != "code.unparseable" {
+		t.Fatalf("decided %s by %s (%v)", got.Action, got.Rule, err)
+	}
 }
