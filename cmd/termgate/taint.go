@@ -71,8 +71,13 @@ func (g *gateway) taintOf(id string) *redact.Taint {
 // holds a code string only where a call the analysis judges uses it.
 
 // teachHidden has the Taint of in's session remember the secrets the
-// policy's document of an allowed input shows and its text hides.
+// policy's document of an allowed input shows and its text hides. Only
+// typed text is echoed: an exec's or a connection's check (one per
+// execve, on the exec gate's path) has nothing to teach.
 func (g *gateway) teachHidden(in GateInput, d Decision) {
+	if in.Action != ActionInput && in.Action != ActionKeys {
+		return
+	}
 	if in.Session == nil || in.Secret || d.Policy == nil || d.Policy.Input == nil || g.redactor == nil {
 		return
 	}
