@@ -758,14 +758,8 @@ func (a *ecsAuditor) policyInput(in GateInput, d Decision) (doc any, redacted, h
 		built := a.policy.Build(redd)
 		pdoc = &built
 	}
-	raw, err := json.Marshal(pdoc)
+	v, err := decodedDoc(pdoc)
 	if err != nil {
-		return nil, false, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
 		return nil, false, false
 	}
 	hidden = redactStrings(v, red)
@@ -775,6 +769,22 @@ func (a *ecsAuditor) policyInput(in GateInput, d Decision) (doc any, redacted, h
 		}
 	}
 	return v, changed || hidden, hidden
+}
+
+// decodedDoc is a policy document as generic JSON (maps, slices,
+// strings, json.Number), for a record to carry and a walk to read.
+func decodedDoc(doc any) (any, error) {
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // redactStrings redacts every string in a decoded JSON value, object

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/termgate/termgate/redact"
@@ -101,12 +100,8 @@ const maxHiddenValue = 1024
 // hiddenSecrets are the secrets in the strings of doc (values and object
 // keys) that text does not hold whole.
 func hiddenSecrets(doc any, text string, red *redact.Engine) []hiddenSecret {
-	raw, err := json.Marshal(doc)
+	v, err := decodedDoc(doc)
 	if err != nil {
-		return nil
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil
 	}
 	var out []hiddenSecret
