@@ -27,7 +27,7 @@ package termgate
 # decision (termgate.rego) allows it without asking again.
 exec_confirmed_by_line if {
 	input.exec.line_confirmed
-	every f in finding {
+	every f in findings {
 		f.action == "confirm"
 	}
 	every c in input.shell.commands {
