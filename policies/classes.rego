@@ -235,11 +235,10 @@ finding contains {
 	"rule": "perm.setuid",
 	"action": "deny",
 	"severity": "high",
-	"reason": sprintf("%s %s sets the setuid bit: the file runs as its owner", [c.name, m]),
+	"reason": sprintf("%s %s sets the setuid bit: the file runs as its owner", [name, m]),
 } if {
 	"mode_commands" in input.shell.listed
-	some c in input.shell.commands
-	some m in modes(c)
+	some [name, m] in line_modes
 	setuid_mode(m)
 }
 
@@ -247,25 +246,36 @@ finding contains {
 	"rule": "perm.setgid",
 	"action": "confirm",
 	"severity": "medium",
-	"reason": sprintf("%s %s sets the setgid bit", [c.name, m]),
+	"reason": sprintf("%s %s sets the setgid bit", [name, m]),
 } if {
 	"mode_commands" in input.shell.listed
-	some c in input.shell.commands
-	some m in modes(c)
+	some [name, m] in line_modes
 	setgid_mode(m)
 }
 
-# modes are the modes a command sets: chmod's arguments, -m/--mode values.
-modes(c) := ({m | c.name == "chmod"; some m in c.args} | {m |
+# line_modes are the modes the line's commands set, each [command, mode]:
+# chmod's arguments, and the others' -m/--mode values. One set a decision
+# for both rules above, rather than a function each calls for every
+# command.
+line_modes contains [c.name, m] if {
+	some c in input.shell.commands
+	c.name == "chmod"
+	some m in c.args
+}
+
+line_modes contains [c.name, m] if {
+	some c in input.shell.commands
 	c.name != "chmod"
 	some i, a in c.args
 	a in {"-m", "--mode"}
 	m := c.args[i + 1]
-}) | {m |
+}
+
+line_modes contains [c.name, substring(a, 7, -1)] if {
+	some c in input.shell.commands
 	c.name != "chmod"
 	some a in c.args
 	startswith(a, "--mode=")
-	m := substring(a, 7, -1)
 }
 
 setuid_mode(m) if regex.match(`^0*[4-7][0-7]{3}$`, m)
