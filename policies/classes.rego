@@ -151,8 +151,8 @@ finding contains {
 	"reason": sprintf("%s runs a program for whoever connects", [c.name]),
 } if {
 	"net_shell_clients" in input.shell.listed
-	some c in input.shell.commands
-	"net_shell_clients" in c.listed
+	some ix in input.shell.list_commands.net_shell_clients
+	c := input.shell.commands[ix]
 	netcat_exec(c)
 }
 
@@ -175,8 +175,6 @@ finding contains {
 	"reason": "a network client is wired to a shell (a fifo, or a pipe into an interpreter)",
 } if {
 	"net_shell_clients" in input.shell.listed
-	some c in input.shell.commands
-	"net_shell_clients" in c.listed
 	wired_to_shell
 }
 
@@ -186,8 +184,8 @@ wired_to_shell if "mkfifo" in input.shell.names
 
 wired_to_shell if {
 	"mknod" in input.shell.names
-	some c in input.shell.commands
-	c.name == "mknod"
+	some ix in input.shell.name_commands.mknod
+	c := input.shell.commands[ix]
 	"p" in c.args
 }
 
@@ -198,8 +196,8 @@ finding contains {
 	"reason": sprintf("%s code opens a socket and runs a shell or a program on it", [c.name]),
 } if {
 	"interpreters" in input.shell.listed
-	some c in input.shell.commands
-	"interpreters" in c.listed
+	some ix in input.shell.list_commands.interpreters
+	c := input.shell.commands[ix]
 	some a in c.args
 	regex.match(`(?i)(socket|fsockopen|tcpsocket|net\.connect|createconnection|/inet/tcp/|/inet/udp/)`, a)
 	regex.match(`(?i)(dup2|subprocess|pty\.spawn|exec|spawn|system|popen|/bin/(ba|z|da|k)?sh|cmd\.exe|getline)`, a)
@@ -212,8 +210,8 @@ finding contains {
 	"reason": sprintf("%s opens a network connection for the shell", [c.name]),
 } if {
 	"ztcp" in input.shell.names
-	some c in input.shell.commands
-	c.name == "ztcp"
+	some ix in input.shell.name_commands.ztcp
+	c := input.shell.commands[ix]
 }
 
 finding contains {
@@ -223,8 +221,8 @@ finding contains {
 	"reason": "gawk opens a network socket (/inet/)",
 } if {
 	"awk_programs" in input.shell.listed
-	some c in input.shell.commands
-	"awk_programs" in c.listed
+	some ix in input.shell.list_commands.awk_programs
+	c := input.shell.commands[ix]
 	some a in c.args
 	regex.match(`/inet[46]?/(tcp|udp)/`, a)
 }
@@ -258,8 +256,8 @@ finding contains {
 # for both rules above, rather than a function each calls for every
 # command.
 line_modes contains [c.name, m] if {
-	some c in input.shell.commands
-	c.name == "chmod"
+	some ix in input.shell.name_commands.chmod
+	c := input.shell.commands[ix]
 	some m in c.args
 }
 
@@ -311,8 +309,8 @@ finding contains {
 	"reason": "sysctl changes the kernel's SysRq",
 } if {
 	"sysctl" in input.shell.names
-	some c in input.shell.commands
-	c.name == "sysctl"
+	some ix in input.shell.name_commands.sysctl
+	c := input.shell.commands[ix]
 	some a in c.args
 	startswith(a, "kernel.sysrq=")
 }
@@ -326,8 +324,8 @@ finding contains {
 	"reason": sprintf("sysctl %s makes the kernel run a program as root", [a]),
 } if {
 	"sysctl" in input.shell.names
-	some c in input.shell.commands
-	c.name == "sysctl"
+	some ix in input.shell.name_commands.sysctl
+	c := input.shell.commands[ix]
 	some a in c.args
 	regex.match(`^kernel\.(core_pattern=\||modprobe=|hotplug=)`, a)
 }
@@ -351,8 +349,8 @@ finding contains {
 	"reason": sprintf("%s %s deletes container volumes", [c.name, concat(" ", c.args)]),
 } if {
 	"container_engines" in input.shell.listed
-	some c in input.shell.commands
-	"container_engines" in c.listed
+	some ix in input.shell.list_commands.container_engines
+	c := input.shell.commands[ix]
 	volume_wipe(c)
 }
 
@@ -384,8 +382,8 @@ finding contains {
 	"reason": sprintf("%s %s removes or stops containers or images en masse", [c.name, concat(" ", c.args)]),
 } if {
 	"container_engines" in input.shell.listed
-	some c in input.shell.commands
-	"container_engines" in c.listed
+	some ix in input.shell.list_commands.container_engines
+	c := input.shell.commands[ix]
 	mass_removal(c)
 }
 
@@ -446,8 +444,8 @@ finding contains {
 	"reason": sprintf("%s removes %s, which the system needs to boot or to be managed", [c.name, p]),
 } if {
 	"package_managers" in input.shell.listed
-	some c in input.shell.commands
-	"package_managers" in c.listed
+	some ix in input.shell.list_commands.package_managers
+	c := input.shell.commands[ix]
 	package_removal(c)
 	some p in c.operands
 	essential_package(p)
@@ -483,8 +481,8 @@ finding contains {
 	"reason": "crontab installs a schedule that runs commands nobody judges",
 } if {
 	"crontab" in input.shell.names
-	some c in input.shell.commands
-	c.name == "crontab"
+	some ix in input.shell.name_commands.crontab
+	c := input.shell.commands[ix]
 	not has_flag(c, "l", "--list")
 	not has_flag(c, "r", "--remove")
 	crontab_installs(c)

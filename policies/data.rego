@@ -108,8 +108,8 @@ redis_texts contains upper(input.text) if "redis_programs" in input.program_list
 redis_texts contains upper(concat(" ", c.args)) if {
 	"redis_programs" in input.shell.listed
 	not "redis_programs" in input.program_listed
-	some c in input.shell.commands
-	"redis_programs" in c.listed
+	some ix in input.shell.list_commands.redis_programs
+	c := input.shell.commands[ix]
 }
 
 redis_finding contains {
@@ -243,8 +243,8 @@ finding contains {
 	"reason": sprintf("%s %s runs a startup file the agent chose, before anything is judged", [c.name, o]),
 } if {
 	"shell_startup_options" in input.shell.words_listed
-	some c in input.shell.commands
-	"shells" in c.listed
+	some ix in input.shell.list_commands.shells
+	c := input.shell.commands[ix]
 	some o in c.flags
 	o in cfg.shell_startup_options
 }
@@ -256,8 +256,8 @@ finding contains {
 	"reason": sprintf("fish %s runs a command the agent chose, before anything is judged", [o]),
 } if {
 	"fish" in input.shell.names
-	some c in input.shell.commands
-	c.name == "fish"
+	some ix in input.shell.name_commands.fish
+	c := input.shell.commands[ix]
 	some o in c.flags
 	o in cfg.fish_startup_flags
 }

@@ -240,8 +240,8 @@ finding contains {
 	"reason": sprintf("trap on %s runs code before or after every command, outside any judged line", [s]),
 } if {
 	"trap" in input.shell.names
-	some c in input.shell.commands
-	c.name == "trap"
+	some ix in input.shell.name_commands.trap
+	c := input.shell.commands[ix]
 	some s in c.operands
 	upper(trim_prefix(s, "SIG")) in {"DEBUG", "RETURN"}
 }
@@ -344,8 +344,8 @@ shadowed_builtins contains name if {
 }
 
 shadowed_builtins contains name if {
-	some c in input.shell.commands
-	c.name == "alias"
+	some ix in input.shell.name_commands.alias
+	c := input.shell.commands[ix]
 	some a in c.args
 	name := split(a, "=")[0]
 	name in ticket_builtins

@@ -27,14 +27,20 @@ flags_of(a) := {x | some x in split(substring(regex.find_n(`^-[a-zA-Z0-9]+`, a, 
 }
 
 # sh builds a parsed line from commands, every flag off (absent), with what
-# the engine derives from the commands (names, listed, words_listed, and
-# dynamic when a command is).
+# the engine derives from the commands (names, listed, words_listed,
+# list_commands, name_commands, and dynamic when a command is).
 sh(cmds) := object.union(
 	{
 		"commands": cmds, "recursive_functions": [],
 		"names": sort({x.name | some x in cmds}),
 		"listed": sort({k | some k, l in data.termgate.lists; some x in cmds; holds(k, l, x.name)}),
 		"words_listed": sort({k | some k, l in data.termgate.lists; some x in cmds; some w in words(x); holds(k, l, w)}),
+		"list_commands": {k: [i | some i, x in cmds; holds(k, l, x.name)] |
+			some k, l in data.termgate.lists
+			some x in cmds
+			holds(k, l, x.name)
+		},
+		"name_commands": {x.name: [i | some i, y in cmds; y.name == x.name] | some x in cmds},
 	},
 	{"dynamic": true | some x in cmds; x.dynamic},
 )

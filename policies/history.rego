@@ -15,8 +15,8 @@ finding contains {
 	"reason": sprintf("git %s deletes remote branches", [concat(" ", c.args)]),
 } if {
 	"git" in input.shell.names
-	some c in input.shell.commands
-	c.name == "git"
+	some ix in input.shell.name_commands.git
+	c := input.shell.commands[ix]
 	"push" in c.args
 	push_deletes(c)
 }
@@ -38,8 +38,8 @@ finding contains {
 	"reason": sprintf("git %s rewrites published history", [concat(" ", c.args)]),
 } if {
 	"git" in input.shell.names
-	some c in input.shell.commands
-	c.name == "git"
+	some ix in input.shell.name_commands.git
+	c := input.shell.commands[ix]
 	rewrites_history(c)
 }
 
@@ -67,8 +67,8 @@ finding contains {
 	"reason": sprintf("git %s drops what the reflog keeps to recover lost work", [concat(" ", c.args)]),
 } if {
 	"git" in input.shell.names
-	some c in input.shell.commands
-	c.name == "git"
+	some ix in input.shell.name_commands.git
+	c := input.shell.commands[ix]
 	expires_reflog(c)
 }
 
@@ -93,8 +93,8 @@ finding contains {
 	"reason": "git config core.hooksPath makes git run the hooks of another directory",
 } if {
 	"git" in input.shell.names
-	some c in input.shell.commands
-	c.name == "git"
+	some ix in input.shell.name_commands.git
+	c := input.shell.commands[ix]
 	"config" in c.args
 	some a in c.args
 	lower(a) == "core.hookspath"
@@ -110,8 +110,8 @@ finding contains {
 } if {
 	"kill" in input.shell.names
 	"pid_lookup_commands" in input.shell.listed
-	some c in input.shell.commands
-	c.name == "kill"
+	some ix in input.shell.name_commands.kill
+	c := input.shell.commands[ix]
 	targets_looked_up(c)
 }
 
@@ -124,8 +124,8 @@ finding contains {
 	"reason": sprintf("mv of %s moves a protected directory away", [p]),
 } if {
 	"mv" in input.shell.names
-	some c in input.shell.commands
-	c.name == "mv"
+	some ix in input.shell.name_commands.mv
+	c := input.shell.commands[ix]
 	some p in mv_paths(c)
 	protected(p)
 }
@@ -147,8 +147,8 @@ finding contains {
 	"reason": sprintf("%s deletes %s", [c.name, p]),
 } if {
 	"other_delete_commands" in input.shell.listed
-	some c in input.shell.commands
-	"other_delete_commands" in c.listed
+	some ix in input.shell.list_commands.other_delete_commands
+	c := input.shell.commands[ix]
 	deletes_sources(c)
 	some p in targets(c)
 	protected_or_sensitive(p)
@@ -176,8 +176,8 @@ finding contains {
 	"reason": sprintf("rsync --delete into %s deletes what the source lacks", [p]),
 } if {
 	"rsync" in input.shell.names
-	some c in input.shell.commands
-	c.name == "rsync"
+	some ix in input.shell.name_commands.rsync
+	c := input.shell.commands[ix]
 	some f in c.flags
 	startswith(f, "--delete")
 	count(c.operands) >= 2
@@ -192,8 +192,8 @@ finding contains {
 	"reason": sprintf("tar extracts over %s", [d]),
 } if {
 	"tar" in input.shell.names
-	some c in input.shell.commands
-	c.name == "tar"
+	some ix in input.shell.name_commands.tar
+	c := input.shell.commands[ix]
 	tar_extracts(c)
 	some d in tar_dirs(c)
 	protected(d)
@@ -232,8 +232,8 @@ finding contains {
 	"reason": sprintf("reads the raw device %s", [d]),
 } if {
 	"dd" in input.shell.names
-	some c in input.shell.commands
-	c.name == "dd"
+	some ix in input.shell.name_commands.dd
+	c := input.shell.commands[ix]
 	some a in c.args
 	startswith(a, "if=")
 	d := substring(a, 3, -1)

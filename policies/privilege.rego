@@ -18,8 +18,8 @@ finding contains {
 } if {
 	"privilege_commands" in input.shell.listed
 	no_privileges
-	some c in input.shell.commands
-	"privilege_commands" in c.listed
+	some ix in input.shell.list_commands.privilege_commands
+	c := input.shell.commands[ix]
 }
 
 # no_privileges: the session the input goes to runs confined, or the one

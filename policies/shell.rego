@@ -41,8 +41,8 @@ finding contains {
 	"reason": sprintf("recursive delete of %s", [p]),
 } if {
 	"delete_commands" in input.shell.listed
-	some c in input.shell.commands
-	"delete_commands" in c.listed
+	some ix in input.shell.list_commands.delete_commands
+	c := input.shell.commands[ix]
 	recursive_rm(c)
 	some p in targets(c)
 	protected(p)
@@ -55,8 +55,8 @@ finding contains {
 	"reason": "rm --no-preserve-root",
 } if {
 	"rm" in input.shell.names
-	some c in input.shell.commands
-	c.name == "rm"
+	some ix in input.shell.name_commands.rm
+	c := input.shell.commands[ix]
 	"--no-preserve-root" in c.args
 }
 
@@ -67,8 +67,8 @@ finding contains {
 	"reason": sprintf("recursive delete of %s, outside the working directory", [p]),
 } if {
 	"rm" in input.shell.names
-	some c in input.shell.commands
-	c.name == "rm"
+	some ix in input.shell.name_commands.rm
+	c := input.shell.commands[ix]
 	recursive_rm(c)
 	some p in c.operands
 	not protected(p)
@@ -96,8 +96,8 @@ finding contains {
 	"reason": sprintf("find -delete under %s", [p]),
 } if {
 	"find" in input.shell.names
-	some c in input.shell.commands
-	c.name == "find"
+	some ix in input.shell.name_commands.find
+	c := input.shell.commands[ix]
 	"-delete" in c.args
 	some p in c.operands
 	outside_cwd(p)
@@ -112,8 +112,8 @@ finding contains {
 	"reason": sprintf("%s changes disks or filesystems", [c.name]),
 } if {
 	"disk_commands" in input.shell.listed
-	some c in input.shell.commands
-	"disk_commands" in c.listed
+	some ix in input.shell.list_commands.disk_commands
+	c := input.shell.commands[ix]
 }
 
 finding contains {
@@ -144,8 +144,8 @@ finding contains {
 	"reason": sprintf("%s changes what is mounted", [c.name]),
 } if {
 	"mount_commands" in input.shell.listed
-	some c in input.shell.commands
-	"mount_commands" in c.listed
+	some ix in input.shell.list_commands.mount_commands
+	c := input.shell.commands[ix]
 	count(c.args) > 0
 }
 
@@ -158,8 +158,8 @@ finding contains {
 	"reason": sprintf("%s stops or restarts the machine", [c.name]),
 } if {
 	"power_commands" in input.shell.listed
-	some c in input.shell.commands
-	"power_commands" in c.listed
+	some ix in input.shell.list_commands.power_commands
+	c := input.shell.commands[ix]
 }
 
 finding contains {
@@ -169,8 +169,8 @@ finding contains {
 	"reason": sprintf("%s %s stops or restarts the machine", [c.name, c.args[0]]),
 } if {
 	"init_commands" in input.shell.listed
-	some c in input.shell.commands
-	"init_commands" in c.listed
+	some ix in input.shell.list_commands.init_commands
+	c := input.shell.commands[ix]
 	c.args[0] in {"0", "6", "1", "s", "S"}
 }
 
@@ -181,8 +181,8 @@ finding contains {
 	"reason": sprintf("systemctl %s stops or restarts the machine", [c.args[0]]),
 } if {
 	"systemctl" in input.shell.names
-	some c in input.shell.commands
-	c.name == "systemctl"
+	some ix in input.shell.name_commands.systemctl
+	c := input.shell.commands[ix]
 	c.args[0] in {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "emergency", "rescue"}
 }
 
@@ -193,8 +193,8 @@ finding contains {
 	"reason": sprintf("systemctl %s changes a service", [verb]),
 } if {
 	"service_commands" in input.shell.listed
-	some c in input.shell.commands
-	"service_commands" in c.listed
+	some ix in input.shell.list_commands.service_commands
+	c := input.shell.commands[ix]
 	some verb in c.args
 	verb in {"stop", "disable", "mask", "restart", "kill", "isolate"}
 }
@@ -206,8 +206,8 @@ finding contains {
 	"reason": "kill of every process (-1) or of init",
 } if {
 	"kill" in input.shell.names
-	some c in input.shell.commands
-	c.name == "kill"
+	some ix in input.shell.name_commands.kill
+	c := input.shell.commands[ix]
 	not kill_lists(c)
 	some a in kill_targets(c)
 	a in {"-1", "1", "0", "-0"}
@@ -255,8 +255,8 @@ finding contains {
 	"reason": sprintf("%s kills processes by name", [c.name]),
 } if {
 	"kill_by_name_commands" in input.shell.listed
-	some c in input.shell.commands
-	"kill_by_name_commands" in c.listed
+	some ix in input.shell.list_commands.kill_by_name_commands
+	c := input.shell.commands[ix]
 	count(c.operands) > 0
 	not kill_lists(c)
 }
@@ -278,8 +278,8 @@ finding contains {
 	"reason": "crontab -r deletes every scheduled job",
 } if {
 	"crontab" in input.shell.names
-	some c in input.shell.commands
-	c.name == "crontab"
+	some ix in input.shell.name_commands.crontab
+	c := input.shell.commands[ix]
 	has_flag(c, "r", "--remove")
 }
 
@@ -293,8 +293,8 @@ finding contains {
 } if {
 	"privilege_commands" in input.shell.listed
 	not no_privileges # privilege.rego: where nothing can gain them, sudo is refused at once
-	some c in input.shell.commands
-	"privilege_commands" in c.listed
+	some ix in input.shell.list_commands.privilege_commands
+	c := input.shell.commands[ix]
 }
 
 finding contains {
@@ -304,8 +304,8 @@ finding contains {
 	"reason": sprintf("%s changes accounts, passwords or capabilities", [c.name]),
 } if {
 	"account_commands" in input.shell.listed
-	some c in input.shell.commands
-	"account_commands" in c.listed
+	some ix in input.shell.list_commands.account_commands
+	c := input.shell.commands[ix]
 }
 
 # ---- permissions ----
@@ -317,8 +317,8 @@ finding contains {
 	"reason": sprintf("chmod %s makes files writable by everyone", [mode]),
 } if {
 	"chmod" in input.shell.names
-	some c in input.shell.commands
-	c.name == "chmod"
+	some ix in input.shell.name_commands.chmod
+	c := input.shell.commands[ix]
 	some mode in c.args
 	world_writable(mode)
 }
@@ -336,8 +336,8 @@ finding contains {
 	"reason": sprintf("%s -R on %s", [c.name, p]),
 } if {
 	"permission_commands" in input.shell.listed
-	some c in input.shell.commands
-	"permission_commands" in c.listed
+	some ix in input.shell.list_commands.permission_commands
+	c := input.shell.commands[ix]
 	has_flag(c, "R", "--recursive")
 	some p in c.operands
 	protected(p)
@@ -352,8 +352,8 @@ finding contains {
 	"reason": sprintf("output of %s is piped into an interpreter", [c.name]),
 } if {
 	input.shell.pipe_to_interpreter
-	some c in input.shell.commands
-	"fetchers" in c.listed
+	some ix in input.shell.list_commands.fetchers
+	c := input.shell.commands[ix]
 }
 
 finding contains {
@@ -363,10 +363,10 @@ finding contains {
 	"reason": sprintf("%s output runs as code (process substitution or eval)", [c.name]),
 } if {
 	"fetchers" in input.shell.listed
-	some c in input.shell.commands
-	"fetchers" in c.listed
-	some i in input.shell.commands
-	"interpreters" in i.listed
+	some ix in input.shell.list_commands.fetchers
+	c := input.shell.commands[ix]
+	some jx in input.shell.list_commands.interpreters
+	i := input.shell.commands[jx]
 	fetched_into(i)
 }
 
@@ -444,8 +444,8 @@ finding contains {
 	"reason": sprintf("%s flushes or disables the firewall", [c.name]),
 } if {
 	"firewall_commands" in input.shell.listed
-	some c in input.shell.commands
-	"firewall_commands" in c.listed
+	some ix in input.shell.list_commands.firewall_commands
+	c := input.shell.commands[ix]
 	firewall_off(c)
 }
 
@@ -519,8 +519,8 @@ finding contains {
 	"reason": sprintf("git %s discards work", [concat(" ", c.args)]),
 } if {
 	"git" in input.shell.names
-	some c in input.shell.commands
-	c.name == "git"
+	some ix in input.shell.name_commands.git
+	c := input.shell.commands[ix]
 	git_destructive(c)
 }
 
@@ -552,8 +552,8 @@ finding contains {
 	"reason": "git options that run arbitrary programs",
 } if {
 	"git" in input.shell.names
-	some c in input.shell.commands
-	c.name == "git"
+	some ix in input.shell.name_commands.git
+	c := input.shell.commands[ix]
 	some a in c.args
 	git_exec_option(a)
 }
@@ -580,8 +580,8 @@ finding contains {
 	"reason": sprintf("%s %s reaches the container host", [c.name, a]),
 } if {
 	"container_engines" in input.shell.listed
-	some c in input.shell.commands
-	"container_engines" in c.listed
+	some ix in input.shell.list_commands.container_engines
+	c := input.shell.commands[ix]
 	some a in c.args
 	container_escape_arg(a)
 }
@@ -605,8 +605,8 @@ finding contains {
 	"reason": sprintf("%s enters another namespace or root", [c.name]),
 } if {
 	"namespace_commands" in input.shell.listed
-	some c in input.shell.commands
-	"namespace_commands" in c.listed
+	some ix in input.shell.list_commands.namespace_commands
+	c := input.shell.commands[ix]
 }
 
 finding contains {
@@ -630,8 +630,8 @@ finding contains {
 	"reason": sprintf("%s targets the gateway", [c.name]),
 } if {
 	"signal_commands" in input.shell.listed
-	some c in input.shell.commands
-	"signal_commands" in c.listed
+	some ix in input.shell.list_commands.signal_commands
+	c := input.shell.commands[ix]
 	some a in c.args
 	gateway_ref(a)
 }
@@ -662,8 +662,8 @@ finding contains {
 	"reason": "recursive delete of paths read at run time (xargs)",
 } if {
 	"rm" in input.shell.names
-	some c in input.shell.commands
-	c.name == "rm"
+	some ix in input.shell.name_commands.rm
+	c := input.shell.commands[ix]
 	recursive_rm(c)
 	"xargs" in c.wrappers
 }

@@ -238,13 +238,14 @@ test_write_targets_are_read if {
 	data.termgate.write_targets == {"notes"} with input as doc
 }
 
-# A document whose commands lack the lists the engine derives is denied,
-# not judged by rules that would find nothing.
+# A document without what the engine derives (from an engine older than
+# the bundle) is denied, not judged by rules that would find nothing.
 test_underived_commands_are_denied if {
-	doc := bash([json.remove(c("cp", ["x", "/etc/passwd"]), ["listed"])])
+	doc := json.remove(bash([c("cp", ["x", "/etc/passwd"])]), ["shell/list_commands"])
 	decide(doc).action == "deny"
 	"policy.input_underived" in {f.rule | some f in data.termgate.finding with input as doc}
-	denied_by(bash([json.remove(c("touch", ["x"]), ["listed"]), c("ls", [])]), "policy.input_underived")
-	denied_by(bash([object.union(c("touch", ["x"]), {"listed": "file_commands"})]), "policy.input_underived")
+	denied_by(json.remove(bash([c("touch", ["x"]), c("ls", [])]), ["shell/list_commands"]), "policy.input_underived")
+	denied_by(json.patch(bash([c("touch", ["x"])]), [{"op": "replace", "path": "/shell/list_commands", "value": []}]), "policy.input_underived")
+	denied_by({"action": "input", "program": "bash", "shell": {"commands": []}}, "policy.input_underived")
 	allowed(bash([c("ls", [])]))
 }

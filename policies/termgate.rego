@@ -68,19 +68,22 @@ decision := {
 
 cfg := data.termgate.lists
 
-# The rules ask each command's lists of c.listed, which the engine derives
-# for every command on every decision, whatever the caller sent. A
-# document without it (from an engine older than this bundle) would pass
-# every rule that asks: it is denied instead. The first command stands
-# for all (the engine derives all or none): checking each cost 3 % of
-# every decision.
+# The rules ask each command's lists (c.listed), and find one list's or
+# one name's commands in input.shell.list_commands and name_commands, all
+# of which the engine derives on every decision, whatever the caller
+# sent. A document without them (from an engine older than this bundle)
+# would pass every rule that asks: it is denied instead. The newest of
+# them stands for all (the engine derives all or none, and an engine
+# that derives list_commands derives the rest): each check is a rule
+# body OPA evaluates on every line, and one costs about 5 % of a short
+# line's decision.
 finding contains {
 	"rule": "policy.input_underived",
 	"action": "deny",
 	"severity": "high",
-	"reason": "the input document lacks the lists the engine derives for each command (listed): this bundle needs an engine that derives them",
+	"reason": "the input document lacks what the engine derives for each line (listed, list_commands, name_commands): this bundle needs an engine that derives them",
 } if {
-	not is_array(object.get(input.shell.commands[0], "listed", null))
+	not is_object(object.get(input.shell, "list_commands", null))
 }
 
 # The sandbox profile a new session gets, chosen by what the session
@@ -253,15 +256,15 @@ write_target contains t if {
 
 write_target contains t if {
 	"tee" in input.shell.names
-	some c in input.shell.commands
-	c.name == "tee"
+	some ix in input.shell.name_commands.tee
+	c := input.shell.commands[ix]
 	some t in c.operands
 }
 
 write_target contains t if {
 	"copy_commands" in input.shell.listed
-	some c in input.shell.commands
-	"copy_commands" in c.listed
+	some ix in input.shell.list_commands.copy_commands
+	c := input.shell.commands[ix]
 	ops := c.operands
 	count(ops) >= 2
 	some t in {ops[count(ops) - 1], object.get(c, "paths", ops)[count(ops) - 1]}
@@ -269,15 +272,15 @@ write_target contains t if {
 
 write_target contains t if {
 	"file_commands" in input.shell.listed
-	some c in input.shell.commands
-	"file_commands" in c.listed
+	some ix in input.shell.list_commands.file_commands
+	c := input.shell.commands[ix]
 	some t in c.operands
 }
 
 write_target contains t if {
 	"in_place_editors" in input.shell.listed
-	some c in input.shell.commands
-	"in_place_editors" in c.listed
+	some ix in input.shell.list_commands.in_place_editors
+	c := input.shell.commands[ix]
 	has_flag(c, "i", "--in-place")
 	some t in in_place_files(c)
 }
@@ -289,8 +292,8 @@ else := array.slice(c.operands, 1, count(c.operands))
 
 write_target contains t if {
 	"dd" in input.shell.names
-	some c in input.shell.commands
-	c.name == "dd"
+	some ix in input.shell.name_commands.dd
+	c := input.shell.commands[ix]
 	some a in c.args
 	startswith(a, "of=")
 	t := substring(a, 3, -1)

@@ -58,6 +58,18 @@
 //	shell:     "hosts": ["169.254.169.254"], "gateway_refs": ["/var/log/termgate/audit.jsonl"]
 //	shell:     "path_facts": {"/usr": {"protected": true}, "~/.bashrc": {"sensitive": true}, "build": {}}
 //	shell:     "write_targets": ["/etc/passwd", "passwd"] // cd /etc && echo x >> passwd
+//	shell:     "list_commands": {"delete_commands": [1]}, "name_commands": {"cd": [0], "rm": [1]} // cd /; rm -rf usr
+//
+// The shell's list_commands give, for each list of its listed, the
+// indexes in commands of the commands whose name the list holds, and
+// name_commands, for each of its names, the indexes of the commands of
+// that name. A rule about one list's commands iterates them (some i in
+// input.shell.list_commands.delete_commands) instead of every command of
+// the line, each asked about its lists: OPA evaluates each step of a rule
+// body at a cost, and a line of five commands made every such rule take
+// ten steps to find its one command. A document without list_commands is
+// denied (policy.input_underived): it comes from an engine older than the
+// bundle.
 //
 // A command's credentials are what the bundle's credential_words and
 // credential(w) (classes.rego) find among its words, derived by the

@@ -267,7 +267,8 @@ type Bundle struct {
 	paths    *pathIndex        // which words are protected or sensitive paths, or nil
 }
 
-// index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic,
+// index derives sh.Names, sh.Listed, sh.ListCommands, sh.NameCommands,
+// sh.WordsListed, sh.Dynamic,
 // sh.PathFacts, sh.WriteTargets and each command's Flags, Operands, Listed
 // and Credentials from sh.Commands, always: rules rely on them, so a
 // caller's own values are never trusted. It writes into sh and its
@@ -275,18 +276,21 @@ type Bundle struct {
 func (b *Bundle) index(sh *Shell, gw *Gateway) {
 	sh.fill()
 	sh.Names, sh.Listed, sh.WordsListed = []string{}, []string{}, []string{}
+	sh.ListCommands, sh.NameCommands = map[string][]int{}, map[string][]int{}
 	sh.Dynamic = false
 	for i := range sh.Commands {
 		c := &sh.Commands[i]
 		c.deriveArgs()
 		c.Credentials = nil
 		sh.Names = addOnce(sh.Names, c.Name)
+		sh.NameCommands[c.Name] = append(sh.NameCommands[c.Name], i)
 		sh.Dynamic = sh.Dynamic || c.Dynamic
 		c.Listed = []string{}
 		b.lists.mark(&c.Listed, c.Name)
 		slices.Sort(c.Listed)
 		for _, l := range c.Listed {
 			sh.Listed = addOnce(sh.Listed, l)
+			sh.ListCommands[l] = append(sh.ListCommands[l], i)
 		}
 		for _, a := range c.Args {
 			b.lists.mark(&sh.WordsListed, a)

@@ -66,6 +66,15 @@ type Shell struct {
 	// assigned variable's name ("sensitive_read_paths" for cat
 	// /etc/shadow, "write_redirects" for echo x > f). Derived like Listed.
 	WordsListed []string `json:"words_listed"`
+	// ListCommands holds, for each list of Listed, the indexes in Commands
+	// of the commands whose name the list holds, in order; NameCommands,
+	// for each of Names, the indexes of the commands of that name. A rule
+	// about one list's or one name's commands iterates them (some i in
+	// input.shell.list_commands.delete_commands) rather than every command
+	// of the line, each asked whether the list holds it. Derived like
+	// Listed.
+	ListCommands map[string][]int `json:"list_commands"`
+	NameCommands map[string][]int `json:"name_commands"`
 	// Dynamic: some command's name or argument is computed at run time
 	// (one of Commands is Dynamic). Derived like Names.
 	Dynamic bool `json:"dynamic,omitempty"`

@@ -19,7 +19,7 @@ var keys = func() map[string]*ast.Term {
 		"name", "version", "id", "argv", "cwd", "profile", "env", "confined",
 		"commands", "pipes", "pipe_to_interpreter", "decode_to_interpreter", "substitutions",
 		"process_substitution", "eval", "background", "recursive_functions", "normalized",
-		"parse_error", "incomplete", "embedded", "names", "listed", "words_listed", "dynamic",
+		"parse_error", "incomplete", "embedded", "names", "listed", "words_listed", "dynamic", "list_commands", "name_commands",
 		"path", "args", "wrappers", "redirects", "assigns", "flags", "operands", "op", "target",
 		"paths", "hosts", "gateway_refs", "gateway", "home",
 		"code", "languages", "calls", "modules", "shell_commands", "writes", "deletes", "dynamic_calls",
@@ -53,6 +53,23 @@ func strs(ss []string) *ast.Term {
 		ts[i] = str(s)
 	}
 	return ast.ArrayTerm(ts...)
+}
+
+// indexesTerm is an object of arrays of indexes; nil is null, as
+// encoding/json has it.
+func indexesTerm(m map[string][]int) *ast.Term {
+	if m == nil {
+		return ast.InternedNullTerm
+	}
+	items := make([][2]*ast.Term, 0, len(m))
+	for k, is := range m {
+		ts := make([]*ast.Term, len(is))
+		for i, n := range is {
+			ts[i] = ast.InternedTerm(n)
+		}
+		items = append(items, [2]*ast.Term{str(k), ast.ArrayTerm(ts...)})
+	}
+	return ast.ObjectTerm(items...)
 }
 
 // obj builds an object from key, value pairs; every key is one of keys. A
@@ -146,7 +163,8 @@ func (sh *Shell) term() *ast.Term {
 		"recursive_functions", strs(sh.RecursiveFunctions), "normalized", boolean(sh.Normalized),
 		"incomplete", boolean(sh.Incomplete), "embedded", boolean(sh.Embedded),
 		"names", strs(sh.Names), "listed", strs(sh.Listed), "words_listed", strs(sh.WordsListed),
-		"dynamic", boolean(sh.Dynamic), "write_targets", strs(sh.WriteTargets)}
+		"dynamic", boolean(sh.Dynamic), "write_targets", strs(sh.WriteTargets),
+		"list_commands", indexesTerm(sh.ListCommands), "name_commands", indexesTerm(sh.NameCommands)}
 	if sh.ParseError != "" {
 		kv = append(kv, "parse_error", str(sh.ParseError))
 	}
