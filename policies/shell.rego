@@ -555,21 +555,18 @@ finding contains {
 	some ix in input.shell.name_commands.git
 	c := input.shell.commands[ix]
 	some a in c.args
-	git_exec_option(a)
+
+	# The options that make git run a program, one pattern an argument (a
+	# function of five bodies cost a call and a rule lookup an argument):
+	# --upload-pack, --receive-pack, an ext:: URL, --exec-path=; and keys,
+	# in any case, that name a directory of programs or let any URL run
+	# one. Keys whose value is a command line (core.pager, core.sshCommand,
+	# alias.x=!…) are judged as the lines they are.
+	regex.match(
+		`^(?:--upload-pack|--receive-pack|ext::|--exec-path=|(?i:core\.(?:hookspath|fsmonitor)|protocol\.ext\.allow|protocol\.allow)=)`,
+		a,
+	)
 }
-
-git_exec_option(a) if startswith(a, "--upload-pack")
-
-git_exec_option(a) if startswith(a, "--receive-pack")
-
-git_exec_option(a) if startswith(a, "ext::")
-
-git_exec_option(a) if startswith(a, "--exec-path=")
-
-# Keys whose value is a command line (core.pager, core.sshCommand,
-# alias.x=!…) are judged as the lines they are; these name a directory of
-# programs, or let any URL run one.
-git_exec_option(a) if regex.match(`(?i)^(core\.(hookspath|fsmonitor)|protocol\.ext\.allow|protocol\.allow)=`, a)
 
 # ---- containers ----
 

@@ -125,6 +125,24 @@ test_git if {
 	allowed(bash([c("git", ["status"])]))
 }
 
+# Every option git.config_exec knows, each alone, and look-alikes that run
+# nothing: git's options are spelled in lower case, its config keys in any.
+test_git_exec_options if {
+	every a in [
+		"--upload-pack=x", "--upload-pack", "--receive-pack=x", "ext::sh -c id", "--exec-path=/tmp/x",
+		"core.hooksPath=/tmp", "CORE.HOOKSPATH=/tmp", "core.fsmonitor=x", "protocol.ext.allow=always",
+		"Protocol.Allow=always",
+	] {
+		denied_by(bash([c("git", ["-c", a, "status"])]), "git.config_exec")
+	}
+	every a in [
+		"--UPLOAD-PACK=x", "x--upload-pack", "--exec-path", "EXT::sh", "core.hooksPath", "core.pager=less",
+		"my.core.hooksPath=/tmp", "protocol.file.allow=always",
+	] {
+		not "git.config_exec" in {f.rule | some f in data.termgate.finding with input as bash([c("git", ["-c", a, "status"])])}
+	}
+}
+
 test_containers if {
 	denied_by(bash([c("docker", ["run", "--privileged", "alpine"])]), "container.host_escape")
 	denied_by(bash([c("docker", ["run", "-v", "/:/host", "alpine"])]), "container.host_escape")
