@@ -150,7 +150,7 @@ finding contains {
 	some ix in input.shell.list_commands.other_delete_commands
 	c := input.shell.commands[ix]
 	deletes_sources(c)
-	some p in targets(c)
+	some p in array.concat(c.operands, object.get(c, "paths", [])) # targets(c), without the call
 	protected_or_sensitive(p)
 }
 

@@ -43,8 +43,9 @@ finding contains {
 	"delete_commands" in input.shell.listed
 	some ix in input.shell.list_commands.delete_commands
 	c := input.shell.commands[ix]
-	recursive_rm(c)
-	some p in targets(c)
+	some flag in c.flags
+	flag in {"r", "R", "--recursive"} # a recursive delete
+	some p in array.concat(c.operands, object.get(c, "paths", [])) # targets(c), without the call
 	protected(p)
 }
 
@@ -69,17 +70,16 @@ finding contains {
 	"rm" in input.shell.names
 	some ix in input.shell.name_commands.rm
 	c := input.shell.commands[ix]
-	recursive_rm(c)
+	some flag in c.flags
+	flag in {"r", "R", "--recursive"} # a recursive delete
 	some p in c.operands
 	not protected(p)
 	outside_cwd(p)
 }
 
-recursive_rm(c) if "r" in c.flags
-
-recursive_rm(c) if "R" in c.flags
-
-recursive_rm(c) if "--recursive" in c.flags
+# (A recursive delete is one of the flags r, R or --recursive: the rules
+# test each flag of the command against the three, which a function of
+# three bodies did at the cost of a call and a rule lookup a command.)
 
 outside_cwd(p) if startswith(p, "/")
 
@@ -661,6 +661,7 @@ finding contains {
 	"rm" in input.shell.names
 	some ix in input.shell.name_commands.rm
 	c := input.shell.commands[ix]
-	recursive_rm(c)
 	"xargs" in c.wrappers
+	some flag in c.flags
+	flag in {"r", "R", "--recursive"} # a recursive delete
 }
