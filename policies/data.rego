@@ -263,19 +263,23 @@ finding contains {
 } if {
 	input.action in {"start", "exec"}
 	input.start # a start line, or the exec tool's; not a program the kernel holds
-	some c in input.shell.commands
-	some n in set_names(c)
+	some n in set_names
 	code_env(n)
 }
 
-# set_names are the variables a command sets: its assignments, and the
-# NAME=value arguments of env, export and the like.
-set_names(c) := {n | some n in c.assigns} | {n |
-	"env_setters" in c.listed
-	some a in c.args
+# set_names are the variables the line's commands set: their assignments,
+# and the NAME=value arguments of env, export and the like. One set a
+# decision, rather than a function called for every command.
+set_names contains n if {
+	some c in input.shell.commands
+	some n in c.assigns
+}
+
+set_names contains split(a, "=")[0] if {
+	some ix in input.shell.list_commands.env_setters
+	some a in input.shell.commands[ix].args
 	not startswith(a, "-")
 	contains(a, "=")
-	n := split(a, "=")[0]
 }
 
 code_env(n) if n in cfg.code_env
