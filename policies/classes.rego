@@ -298,6 +298,7 @@ write_finding contains {
 	"severity": "critical",
 	"reason": sprintf("writes to %s: the kernel's SysRq reboots, crashes or kills at once", [t]),
 } if {
+	"sysrq_paths" in input.shell.words_listed
 	some t in write_targets
 	t in cfg.sysrq_paths
 }
@@ -336,6 +337,7 @@ write_finding contains {
 	"severity": "critical",
 	"reason": sprintf("writes to %s: the kernel runs the program it names as root", [t]),
 } if {
+	"kernel_helper_paths" in input.shell.words_listed
 	some t in write_targets
 	t in cfg.kernel_helper_paths
 }

@@ -28,8 +28,21 @@ flags_of(a) := {x | some x in split(substring(regex.find_n(`^-[a-zA-Z0-9]+`, a, 
 
 # sh builds a parsed line from commands, every flag off (absent), with what
 # the engine derives from the commands (names, listed, words_listed,
-# list_commands, name_commands, and dynamic when a command is).
-sh(cmds) := object.union(
+# list_commands, name_commands, and dynamic when a command is). Like the
+# engine's, its words_listed holds the lists that hold a file the line
+# writes (dd of=/dev/sda writes /dev/sda), as the bundle's write_target
+# rules find them.
+sh(cmds) := object.union(line, {"words_listed": sort({k | some k in line.words_listed} | written_listed(line))}) if {
+	line := sh_words(cmds)
+}
+
+written_listed(line) := {k |
+	some t in data.termgate.write_target with input as {"shell": line}
+	some k, l in data.termgate.lists
+	holds(k, l, t)
+}
+
+sh_words(cmds) := object.union(
 	{
 		"commands": cmds, "recursive_functions": [],
 		"names": sort({x.name | some x in cmds}),

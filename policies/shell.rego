@@ -133,6 +133,7 @@ write_finding contains {
 	"severity": "critical",
 	"reason": sprintf("writes to the raw device %s", [t]),
 } if {
+	"raw_device_prefixes" in input.shell.words_listed
 	some t in write_targets
 	strings.any_prefix_match(t, cfg.raw_device_prefixes)
 }

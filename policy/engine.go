@@ -327,6 +327,18 @@ func (b *Bundle) index(sh *Shell, gw *Gateway) {
 	b.creds.derive(sh, slices.Contains(sh.WordsListed, "credential_substrings"))
 	b.paths.derive(sh)
 	sh.WriteTargets = b.writeTargets(sh)
+	// The lists that hold a file the line writes are words_listed too (dd
+	// of=/dev/sda writes /dev/sda, which no word of the line is): the rules
+	// on written files (sysrq_paths, raw_device_prefixes, …) are guarded by
+	// them, so OPA's index skips those rules for every other line that
+	// writes.
+	n := len(sh.WordsListed)
+	for _, t := range sh.WriteTargets {
+		b.lists.mark(&sh.WordsListed, t)
+	}
+	if len(sh.WordsListed) > n {
+		slices.Sort(sh.WordsListed)
+	}
 }
 
 // indexCode derives c.Names and c.Listed (the lists that hold a call's

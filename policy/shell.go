@@ -64,7 +64,9 @@ type Shell struct {
 	// WordsListed names the lists that hold one of the commands' other
 	// words: an argument, a redirection's operator or target, or an
 	// assigned variable's name ("sensitive_read_paths" for cat
-	// /etc/shadow, "write_redirects" for echo x > f). Derived like Listed.
+	// /etc/shadow, "write_redirects" for echo x > f), or a file the line
+	// writes (WriteTargets: "raw_device_prefixes" for dd of=/dev/sda).
+	// Derived like Listed.
 	WordsListed []string `json:"words_listed"`
 	// ListCommands holds, for each list of Listed, the indexes in Commands
 	// of the commands whose name the list holds, in order; NameCommands,
