@@ -7,6 +7,10 @@ package termgate
 # Every body starts with a guard OPA's rule index uses.
 
 # ---- git: remote branches, history, reflog ----
+#
+# Every git rule is guarded by git_risky_words (the subcommands they judge:
+# push, reset, config, …) in the line's words_listed, so OPA's index skips
+# them all for a git line that has none (git status, git clone, git log).
 
 finding contains {
 	"rule": "git.remote_delete",
@@ -14,6 +18,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("git %s deletes remote branches", [concat(" ", c.args)]),
 } if {
+	"git_risky_words" in input.shell.words_listed
 	"git" in input.shell.names
 	some ix in input.shell.name_commands.git
 	c := input.shell.commands[ix]
@@ -37,6 +42,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("git %s rewrites published history", [concat(" ", c.args)]),
 } if {
+	"git_risky_words" in input.shell.words_listed
 	"git" in input.shell.names
 	some ix in input.shell.name_commands.git
 	c := input.shell.commands[ix]
@@ -66,6 +72,7 @@ finding contains {
 	"severity": "high",
 	"reason": sprintf("git %s drops what the reflog keeps to recover lost work", [concat(" ", c.args)]),
 } if {
+	"git_risky_words" in input.shell.words_listed
 	"git" in input.shell.names
 	some ix in input.shell.name_commands.git
 	c := input.shell.commands[ix]
@@ -92,6 +99,7 @@ finding contains {
 	"severity": "medium",
 	"reason": "git config core.hooksPath makes git run the hooks of another directory",
 } if {
+	"git_risky_words" in input.shell.words_listed
 	"git" in input.shell.names
 	some ix in input.shell.name_commands.git
 	c := input.shell.commands[ix]

@@ -519,6 +519,7 @@ finding contains {
 	"severity": "medium",
 	"reason": sprintf("git %s discards work", [concat(" ", c.args)]),
 } if {
+	"git_risky_words" in input.shell.words_listed
 	"git" in input.shell.names
 	some ix in input.shell.name_commands.git
 	c := input.shell.commands[ix]
@@ -552,6 +553,7 @@ finding contains {
 	"severity": "high",
 	"reason": "git options that run arbitrary programs",
 } if {
+	"git_exec_substrings" in input.shell.words_listed # a word holds one of the options below, in any case
 	"git" in input.shell.names
 	some ix in input.shell.name_commands.git
 	c := input.shell.commands[ix]
