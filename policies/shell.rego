@@ -583,20 +583,18 @@ finding contains {
 	some ix in input.shell.list_commands.container_engines
 	c := input.shell.commands[ix]
 	some a in c.args
-	container_escape_arg(a)
+
+	# One pattern an argument (a function of four bodies cost a call and a
+	# rule lookup an argument): the options that share the host's
+	# namespaces or devices, or talk to another engine (-H, --host); a
+	# mount of / or of the engine's socket; the engine's socket anywhere
+	# in a mount (-v /run/podman/podman.sock:/s, --mount
+	# type=bind,source=/var/run/docker.sock,…); added capabilities.
+	regex.match(
+		`^(?:--privileged|--pid=host|--net=host|--network=host|--ipc=host|--userns=host|-H|--host)$|^(?:-v|--volume=?)?/(?::|var/run/docker\.sock|run/docker\.sock)|(?:^|[=,:])/(?:var/)?run/(?:docker|podman/podman|containerd/containerd|crio/crio|user/[0-9]+/(?:docker|podman/podman))\.sock|^--cap-add`,
+		a,
+	)
 }
-
-container_escape_arg(a) if a in {"--privileged", "--pid=host", "--net=host", "--network=host", "--ipc=host", "--userns=host", "-H", "--host"}
-
-container_escape_arg(a) if regex.match(`^(-v|--volume=?)?/(:|var/run/docker\.sock|run/docker\.sock)`, a)
-
-# The engine's socket in a mount (-v /run/podman/podman.sock:/s,
-# --mount type=bind,source=/var/run/docker.sock,…).
-container_escape_arg(a) if regex.match(engine_socket_mount, a)
-
-engine_socket_mount := `(^|[=,:])/(var/)?run/(docker|podman/podman|containerd/containerd|crio/crio|user/[0-9]+/(docker|podman/podman))\.sock`
-
-container_escape_arg(a) if startswith(a, "--cap-add")
 
 finding contains {
 	"rule": "container.host_escape",

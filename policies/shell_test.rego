@@ -153,6 +153,27 @@ test_containers if {
 	allowed(bash([c("docker", ["ps"])]))
 }
 
+# Every argument container.host_escape knows, each alone, and look-alikes
+# that reach nothing of the host's.
+test_container_escape_args if {
+	every a in [
+		"--privileged", "--pid=host", "--net=host", "--network=host", "--ipc=host", "--userns=host", "-H", "--host",
+		"/:/host", "-v/:/h", "--volume=/:/h", "--volume/:/h", "/var/run/docker.sock:/s", "/run/docker.sock",
+		"-v/var/run/docker.sock:/s", "/run/podman/podman.sock:/s", "type=bind,source=/var/run/docker.sock,target=/s",
+		"src:/run/containerd/containerd.sock", "/run/crio/crio.sock", "/run/user/1000/podman/podman.sock:/s",
+		"x=/run/user/0/docker.sock", "--cap-add=SYS_ADMIN", "--cap-add",
+	] {
+		denied_by(bash([c("docker", ["run", a, "alpine"])]), "container.host_escape")
+	}
+	every a in [
+		"--privileged=false", "--host=", "-Hx", "--pid=container:x", "/home:/h", "/var/run/dockerd.pid",
+		"/tmp/run/docker.sock", "./run/docker.sock", "/run/user/x/docker.sock", "--cap-drop=ALL", "x--cap-add",
+		"-v", "alpine",
+	] {
+		not "container.host_escape" in {f.rule | some f in data.termgate.finding with input as bash([c("docker", ["run", a, "alpine"])])}
+	}
+}
+
 test_self_tamper if {
 	denied_by(bash([c("pkill", ["-f", "termgate"])]), "self.tamper")
 	denied_by(bash([c("kill", ["$PPID"])]), "self.tamper")
