@@ -251,10 +251,11 @@ finding contains {
 	setgid_mode(m)
 }
 
-# line_modes are the modes the line's commands set, each [command, mode]:
-# chmod's arguments, and the others' -m/--mode values. One set a decision
-# for both rules above, rather than a function each calls for every
-# command.
+# line_modes are the modes the line's mode commands set, each [command,
+# mode]: chmod's arguments, and the -m/--mode values of the others
+# (install, mkdir, mknod, mkfifo; git commit -m 4755 sets no mode). One set
+# a decision for both rules above, rather than a function each calls for
+# every command.
 line_modes contains [c.name, m] if {
 	some ix in input.shell.name_commands.chmod
 	c := input.shell.commands[ix]
@@ -262,7 +263,8 @@ line_modes contains [c.name, m] if {
 }
 
 line_modes contains [c.name, m] if {
-	some c in input.shell.commands
+	some ix in input.shell.list_commands.mode_commands
+	c := input.shell.commands[ix]
 	c.name != "chmod"
 	some i, a in c.args
 	a in {"-m", "--mode"}
@@ -270,7 +272,8 @@ line_modes contains [c.name, m] if {
 }
 
 line_modes contains [c.name, substring(a, 7, -1)] if {
-	some c in input.shell.commands
+	some ix in input.shell.list_commands.mode_commands
+	c := input.shell.commands[ix]
 	c.name != "chmod"
 	some a in c.args
 	startswith(a, "--mode=")

@@ -90,6 +90,11 @@ test_setuid if {
 	allowed(bash([c("chmod", ["0755", "x"])]))
 	allowed(bash([c("chmod", ["1755", "x"])]))
 	allowed(bash([c("install", ["-m", "755", "x", "bin/x"])]))
+	denied_by(bash([c("mkdir", ["-m", "4755", "d"])]), "perm.setuid")
+	confirm_by(bash([c("ls", []), c("mkfifo", ["--mode=2755", "p"])]), "perm.setgid")
+
+	# Only a mode command's -m is a mode: a commit message is not.
+	allowed(bash([c("chmod", ["u+x", "x"]), c("git", ["commit", "-m", "4755"])]))
 }
 
 # ---- SysRq ----
