@@ -257,11 +257,10 @@ finding contains {
 	setgid_mode(m)
 }
 
-# line_modes are the modes the line's mode commands set, each [command,
-# mode]: chmod's arguments, and the -m/--mode values of the others
-# (install, mkdir, mknod, mkfifo; git commit -m 4755 sets no mode). One set
-# a decision for both rules above, rather than a function each calls for
-# every command.
+# line_modes are the modes the line's commands set, each [command, mode]:
+# chmod's arguments, and the others' -m/--mode values. One set a decision
+# for both rules above, rather than a function each calls for every
+# command.
 line_modes contains [c.name, m] if {
 	some ix in input.shell.name_commands.chmod
 	c := input.shell.commands[ix]
@@ -269,8 +268,7 @@ line_modes contains [c.name, m] if {
 }
 
 line_modes contains [c.name, m] if {
-	some ix in input.shell.list_commands.mode_commands
-	c := input.shell.commands[ix]
+	some c in input.shell.commands
 	c.name != "chmod"
 	some i, a in c.args
 	a in {"-m", "--mode"}
@@ -278,8 +276,7 @@ line_modes contains [c.name, m] if {
 }
 
 line_modes contains [c.name, substring(a, 7, -1)] if {
-	some ix in input.shell.list_commands.mode_commands
-	c := input.shell.commands[ix]
+	some c in input.shell.commands
 	c.name != "chmod"
 	some a in c.args
 	startswith(a, "--mode=")
