@@ -1,0 +1,96 @@
+package policy
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+)
+
+// TestDocumentsShareNothingMutable: documents built and evaluated side by
+// side, on two goroutines in opposite orders, are still the fresh
+// documents after the evaluation, decide as one input decided alone does,
+// and leave the shared terms as they were (run with -race: the terms are
+// read by both).
+func TestDocumentsShareNothingMutable(t *testing.T) {
+	e := defaultEngine(t)
+	b := e.Bundle()
+	ctx := context.Background()
+	inputs := benchInputs(t)
+	inputs = append(inputs,
+		Input{Action: "connect", Session: &Session{ID: "s-2", Argv: []string{"bash"}, Profile: "default"},
+			Connect: &Connect{Host: "0xa9fea9fe", Port: 80, Program: "curl", Via: "connect", Address: "169.254.169.254", AddressClass: "link_local"}},
+		Input{Action: "start", Start: &Start{Argv: []string{"env", "A=1", "sh"}, Cwd: "/w", Env: []string{"A"}}, Client: Client{Name: "c", Version: "1"}},
+		Input{Action: "input", Text: "cat ~/.ssh/id_rsa > /tmp/x; ls -la /etc", Program: "bash", Gateway: &Gateway{Paths: []string{"/var/log/termgate"}, Home: "/home/dev"}},
+	)
+	if evalScale > 1 { // built with the race detector
+		inputs = inputs[:len(inputs)/8] // the detector makes a whole pass too slow
+	}
+	built := make([]Input, len(inputs))
+	fresh := make([]ast.Value, len(inputs))
+	alone := make([]Decision, len(inputs))
+	for i, in := range inputs {
+		built[i] = e.Build(in)
+		fresh[i] = built[i].value()
+		d, err := e.Decide(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone[i] = d
+	}
+	shared := map[string]ast.Value{}
+	for s, term := range keys {
+		shared[s] = term.Value
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for g := range 2 {
+		wg.Go(func() {
+			for k := range inputs {
+				i := k
+				if g == 1 {
+					i = len(inputs) - 1 - k
+				}
+				doc := built[i].value()
+				rs, err := b.query.Eval(ctx, rego.EvalParsedInput(doc))
+				if err != nil || len(rs) == 0 {
+					errs <- err
+					return
+				}
+				d, err := toDecision(rs[0].Expressions[0].Value)
+				switch {
+				case err != nil:
+					errs <- err
+					return
+				case d.Action != alone[i].Action || d.Rule != alone[i].Rule || d.Reason != alone[i].Reason:
+					t.Errorf("%q: side by side %s %s, alone %s %s", inputs[i].Text, d.Action, d.Rule, alone[i].Action, alone[i].Rule)
+				case doc.Compare(fresh[i]) != 0:
+					t.Errorf("%q: the document changed in the evaluation:\n got %v\nwant %v", inputs[i].Text, doc, fresh[i])
+				}
+				if d, err := e.Decide(ctx, inputs[i]); err != nil || d.Action != alone[i].Action || d.Rule != alone[i].Rule {
+					t.Errorf("%q: decided side by side %s %s (%v), alone %s %s", inputs[i].Text, d.Action, d.Rule, err, alone[i].Action, alone[i].Rule)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for s, term := range keys {
+		if term.Value != shared[s] || term.Value.Compare(ast.String(s)) != 0 {
+			t.Fatalf("the shared term of %q is now %v", s, term)
+		}
+	}
+	for i, ft := range factTerms {
+		var want fields
+		want.add("protected", boolean(i&2 != 0))
+		want.add("sensitive", boolean(i&1 != 0))
+		if ft.Value.Compare(ast.NewObject(want.kv[:want.n]...)) != 0 {
+			t.Fatalf("path fact %d is now %v", i, ft)
+		}
+	}
+}
