@@ -265,6 +265,9 @@ type Bundle struct {
 	shell    *shellData        // the runners and options the shell analysis follows
 	creds    *credentialIndex  // which words of a command name credential files, or nil
 	paths    *pathIndex        // which words are protected or sensitive paths, or nil
+
+	// terms are the strings its documents share (value.go).
+	terms map[string]*ast.Term
 }
 
 // index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic,
@@ -568,7 +571,7 @@ func (e *Engine) Decide(ctx context.Context, in Input) (d Decision, err error) {
 	}()
 	// No metrics: OPA would otherwise build a set of timers per decision
 	// that nothing reads.
-	rs, err := b.query.Eval(ctx, rego.EvalParsedInput(in.value()), rego.EvalMetrics(metrics.NoOp()),
+	rs, err := b.query.Eval(ctx, rego.EvalParsedInput(in.document(b.terms)), rego.EvalMetrics(metrics.NoOp()),
 		rego.EvalExternalCancel(c))
 	if err != nil {
 		return b.denied(&in, "policy.error", "the policy failed: "+err.Error()), fmt.Errorf("evaluating policy: %w", err)
@@ -807,6 +810,7 @@ func compile(ctx context.Context, f files, src string) (*Bundle, error) {
 	}
 	b.Rules, b.Profiles = describe(f.data)
 	b.lists = newListIndex(f.data)
+	b.terms = newTermTable(f.data)
 	b.creds = newCredentialIndex(f.data)
 	b.paths = newPathIndex(f.data)
 	if b.shell, err = newShellData(f.data); err != nil {

@@ -1,6 +1,10 @@
 package policy
 
-import "github.com/open-policy-agent/opa/v1/ast"
+import (
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
 
 // The input document is built as an OPA value directly: handing OPA a Go
 // struct makes it round-trip the struct through JSON on every decision,
@@ -8,10 +12,10 @@ import "github.com/open-policy-agent/opa/v1/ast"
 // garbage. TestInputValueMatchesJSON keeps this in step with the JSON tags.
 //
 // What is the same in every document is shared rather than built again:
-// the keys, null, true, empty strings, arrays and objects, and the four
-// path facts (OPA never writes into an input value;
-// TestDocumentsShareNothingMutable decides documents side by side to show
-// it); false is left out, as the JSON leaves it out.
+// the keys, null, true, empty strings, arrays and objects, the four path
+// facts, and the strings a bundle's lists hold and name (OPA never writes
+// into an input value; TestDocumentsShareNothingMutable decides documents
+// side by side to show it); false is left out, as the JSON leaves it out.
 // What is built is cut from blocks of terms allocated a few at a time,
 // and objects are put together on the stack: the collector's pace is set
 // by what a decision allocates.
@@ -45,6 +49,51 @@ var factTerms = [4]*ast.Term{
 	ast.ObjectTerm([2]*ast.Term{keys["sensitive"], ast.InternedTerm(true)}),
 	ast.ObjectTerm([2]*ast.Term{keys["protected"], ast.InternedTerm(true)}),
 	ast.ObjectTerm([2]*ast.Term{keys["protected"], ast.InternedTerm(true)}, [2]*ast.Term{keys["sensitive"], ast.InternedTerm(true)}),
+}
+
+// documentWords is what the gateway itself writes into documents: actions,
+// redirection operators, the single characters that short options split
+// into, and the paths most often named.
+var documentWords = func() []string {
+	v := []string{
+		"input", "exec", "start", "connect", "keys",
+		">", ">>", "<", "<<", "<<<", "<<-", "&>", "&>>", ">&", "<&", "<>", ">|", "<<heredoc>>",
+		"~", "/", ".", "..", "-", "--",
+	}
+	for c := byte('!'); c <= '~'; c++ {
+		v = append(v, string(c))
+	}
+	return v
+}()
+
+// newTermTable is the strings a bundle shares across its documents: the
+// documentWords, the document's keys, and its lists' names and entries.
+// It is never written after it is made.
+func newTermTable(data map[string]any) map[string]*ast.Term {
+	m := make(map[string]*ast.Term, len(keys)+len(documentWords))
+	add := func(s string) {
+		if _, ok := m[s]; !ok && s != "" {
+			m[s] = ast.StringTerm(s)
+		}
+	}
+	for k, t := range keys {
+		m[k] = t
+	}
+	for _, s := range documentWords {
+		add(s)
+	}
+	tg, _ := data["termgate"].(map[string]any)
+	lists, _ := tg["lists"].(map[string]any)
+	for name, l := range lists {
+		add(name)
+		arr, _ := l.([]any)
+		for _, v := range arr {
+			if s, ok := v.(string); ok && !strings.HasSuffix(name, "_substrings") {
+				add(s)
+			}
+		}
+	}
+	return m
 }
 
 // builder builds one document.

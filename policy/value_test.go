@@ -9,11 +9,12 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 )
 
-// TestDocumentsShareNothingMutable: documents built and evaluated side by
-// side, on two goroutines in opposite orders, are still the fresh
-// documents after the evaluation, decide as one input decided alone does,
-// and leave the shared terms as they were (run with -race: the terms are
-// read by both).
+// TestDocumentsShareNothingMutable: a document built with the bundle's
+// shared terms is the document built without them, for every input of
+// the corpus; and documents built and evaluated side by side, on two
+// goroutines in opposite orders, are still the fresh documents after
+// the evaluation, decide as one input decided alone does, and leave the
+// shared terms as they were (run with -race: the terms are read by both).
 func TestDocumentsShareNothingMutable(t *testing.T) {
 	e := defaultEngine(t)
 	b := e.Bundle()
@@ -34,6 +35,9 @@ func TestDocumentsShareNothingMutable(t *testing.T) {
 	for i, in := range inputs {
 		built[i] = e.Build(in)
 		fresh[i] = built[i].value()
+		if got := built[i].document(b.terms); got.Compare(fresh[i]) != 0 {
+			t.Fatalf("%q: with shared terms\n got %v\nwant %v", in.Text, got, fresh[i])
+		}
 		d, err := e.Decide(ctx, in)
 		if err != nil {
 			t.Fatal(err)
@@ -41,7 +45,7 @@ func TestDocumentsShareNothingMutable(t *testing.T) {
 		alone[i] = d
 	}
 	shared := map[string]ast.Value{}
-	for s, term := range keys {
+	for s, term := range b.terms {
 		shared[s] = term.Value
 	}
 	var wg sync.WaitGroup
@@ -53,7 +57,7 @@ func TestDocumentsShareNothingMutable(t *testing.T) {
 				if g == 1 {
 					i = len(inputs) - 1 - k
 				}
-				doc := built[i].value()
+				doc := built[i].document(b.terms)
 				rs, err := b.query.Eval(ctx, rego.EvalParsedInput(doc))
 				if err != nil || len(rs) == 0 {
 					errs <- err
@@ -80,7 +84,7 @@ func TestDocumentsShareNothingMutable(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	for s, term := range keys {
+	for s, term := range b.terms {
 		if term.Value != shared[s] || term.Value.Compare(ast.String(s)) != 0 {
 			t.Fatalf("the shared term of %q is now %v", s, term)
 		}
