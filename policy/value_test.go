@@ -2,6 +2,8 @@ package policy
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -95,6 +97,34 @@ func TestDocumentsShareNothingMutable(t *testing.T) {
 		want.add("sensitive", boolean(i&1 != 0))
 		if ft.Value.Compare(ast.NewObject(want.kv[:want.n]...)) != 0 {
 			t.Fatalf("path fact %d is now %v", i, ft)
+		}
+	}
+}
+
+// TestToDecisionReadsOPAValues: a decision read from OPA's value is the
+// decision read from the same value as Go maps, errors included.
+func TestToDecisionReadsOPAValues(t *testing.T) {
+	for _, text := range []string{
+		`{"action": "allow", "rule": "r", "reason": "why", "severity": "low", "profile": "strict"}`,
+		`{"action": "confirm", "reason": "no rule"}`,
+		`{"action": "deny", "rule": 3, "reason": ["x"], "severity": null, "profile": {"a": 1}, "extra": "e"}`,
+		`{"action": "maybe", "rule": "r"}`,
+		`{"action": 1}`,
+		`{}`,
+		`"allow"`, `["allow"]`, `1`, `true`, `null`, `{"allow"}`,
+	} {
+		term := ast.MustParseTerm(text)
+		g, err := ast.JSON(term.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, werr := toDecision(g)
+		got, gerr := toDecision(term.Value)
+		if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Errorf("%s: from OPA's value %+v (%v), from Go's %+v (%v)", text, got, gerr, want, werr)
+		}
+		if text == `"allow"` && (werr == nil || !strings.Contains(werr.Error(), "string, not an object")) {
+			t.Errorf("%s: err %v", text, werr)
 		}
 	}
 }
