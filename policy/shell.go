@@ -697,13 +697,16 @@ func (w *walker) call(assigns []*syntax.Assign, args []*syntax.Word, redirs []*s
 		w.assign(a, &cmd)
 	}
 	var words []string
+	if len(args) > 0 {
+		words = make([]string, 0, len(args)) // a word makes one field, but for braces and $IFS
+	}
 	for i, word := range args {
 		w.word(word)
-		fs, static := w.fields(word)
+		var static bool
+		words, static = w.appendFields(words, word)
 		if !static || i == 0 && globbed(word) {
 			cmd.Dynamic = true // a name the shell expands to a file's is computed too
 		}
-		words = append(words, fs...)
 	}
 	if len(words) > 0 {
 		cmd.Name, cmd.Args = words[0], words[1:]
