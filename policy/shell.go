@@ -784,7 +784,11 @@ func (w *walker) emit(cmd Command, redirs []*syntax.Redirect) {
 		}
 	}
 	cmds := finish(cmd, w.sh, w.depth)
-	w.sh.Commands = append(w.sh.Commands, cmds...)
+	if len(w.sh.Commands) == 0 {
+		w.sh.Commands = cmds // finish's own slice: nothing else holds it
+	} else {
+		w.sh.Commands = append(w.sh.Commands, cmds...)
+	}
 	w.fed(cmds, redirs)
 }
 
