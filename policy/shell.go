@@ -96,6 +96,10 @@ type Shell struct {
 
 	data *shellData // the runners and options the analysis follows
 	cwd  string     // the directory the next command runs in; "" unknown
+	// parser parsed the line being walked, and parses the lines nested
+	// in it: a parse is done with its parser before the walk starts. Nil
+	// outside parseInto.
+	parser *syntax.Parser
 	// code gathers what the code the line hands to interpreters does
 	// (python3 -c, node -e, a here-document fed to python3): the engine
 	// makes it the input's code document.
@@ -319,8 +323,7 @@ func parseArgv(argv []string, data *shellData, cwd string) Shell {
 // newParser returns the parser every line is parsed with.
 func newParser() *syntax.Parser { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }
 
-// parseInto parses line into sh with p, or with a new parser when p is nil
-// (a line nested in sh -c: rare enough not to share one).
+// parseInto parses line into sh with p, or with a new parser when p is nil.
 func parseInto(sh *Shell, line string, depth int, p *syntax.Parser) {
 	if depth > maxDepth {
 		sh.Eval = true
@@ -344,8 +347,11 @@ func parseInto(sh *Shell, line string, depth int, p *syntax.Parser) {
 		}
 		return
 	}
+	outer := sh.parser
+	sh.parser = p
 	w := walker{sh: sh, depth: depth, src: line}
 	w.stmts(f.Stmts)
+	sh.parser = outer
 }
 
 // walker turns a parsed line into the policy's commands. It visits every
@@ -865,7 +871,7 @@ func (w *walker) fed(cmds []Command, redirs []*syntax.Redirect) {
 			sub := w.sh.sub()
 			switch lang := codeLanguage(c.Name); {
 			case shell:
-				parseInto(&sub, b, w.depth+1, nil)
+				parseInto(&sub, b, w.depth+1, w.sh.parser)
 			case lang != "":
 				sub.Commands = embed(&sub, lang, b, w.depth+1)
 			default:
@@ -1270,7 +1276,7 @@ func homeJoin(rest string) string {
 // parseNested parses into sub a line that a command of sh hands to a
 // shell (sh -c, eval), as the shell will: its bytes as they are.
 func parseNested(sh, sub *Shell, line string, depth int) {
-	parseInto(sub, line, depth, nil)
+	parseInto(sub, line, depth, sh.parser)
 }
 
 // rt is the shell data the analysis follows: the bundle's, or the
@@ -1599,7 +1605,7 @@ func shellOut(sh *Shell, code string, depth int) bool {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		parseInto(sh, line, depth, nil)
+		parseInto(sh, line, depth, sh.parser)
 	}
 	return true
 }
