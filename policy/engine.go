@@ -267,7 +267,7 @@ type Bundle struct {
 	paths    *pathIndex        // which words are protected or sensitive paths, or nil
 
 	// terms are the strings its documents share (value.go).
-	terms map[string]*ast.Term
+	terms termTable
 }
 
 // index derives sh.Names, sh.Listed, sh.WordsListed, sh.Dynamic,

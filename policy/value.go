@@ -13,9 +13,10 @@ import (
 //
 // What is the same in every document is shared rather than built again:
 // the keys, null, true, empty strings, arrays and objects, the four path
-// facts, and the strings a bundle's lists hold and name (OPA never writes
-// into an input value; TestDocumentsShareNothingMutable decides documents
-// side by side to show it); false is left out, as the JSON leaves it out.
+// facts, and the strings a bundle's lists hold and name, alone or as an
+// array of one (OPA never writes into an input value;
+// TestDocumentsShareNothingMutable decides documents side by side to show
+// it); false is left out, as the JSON leaves it out.
 // What is built is cut from blocks of terms allocated a few at a time,
 // and objects are put together on the stack: the collector's pace is set
 // by what a decision allocates.
@@ -66,18 +67,28 @@ var documentWords = func() []string {
 	return v
 }()
 
-// newTermTable is the strings a bundle shares across its documents: the
-// documentWords, the document's keys, and its lists' names and entries.
-// It is never written after it is made.
-func newTermTable(data map[string]any) map[string]*ast.Term {
-	m := make(map[string]*ast.Term, len(keys)+len(documentWords))
+// termTable is the strings a bundle shares across its documents: the
+// documentWords, the document's keys, and its lists' names and entries,
+// each with the one-element array of it (a command's listed, a line's
+// names, a flag). It is never written after it is made; each array holds
+// exactly its one element (OPA's Array.Append writes into spare capacity).
+type termTable map[string]sharedString
+
+type sharedString struct{ str, single *ast.Term }
+
+func newTermTable(data map[string]any) termTable {
+	m := make(termTable, len(keys)+len(documentWords))
 	add := func(s string) {
 		if _, ok := m[s]; !ok && s != "" {
-			m[s] = ast.StringTerm(s)
+			t := keys[s]
+			if t == nil {
+				t = ast.StringTerm(s)
+			}
+			m[s] = sharedString{t, ast.ArrayTerm(t)}
 		}
 	}
-	for k, t := range keys {
-		m[k] = t
+	for k := range keys {
+		add(k)
 	}
 	for _, s := range documentWords {
 		add(s)
@@ -98,8 +109,8 @@ func newTermTable(data map[string]any) map[string]*ast.Term {
 
 // builder builds one document.
 type builder struct {
-	shared map[string]*ast.Term // strings shared across documents, or nil
-	block  []ast.Term           // the block the next terms are cut from
+	shared termTable  // strings shared across documents, or nil
+	block  []ast.Term // the block the next terms are cut from
 }
 
 // termBlock is how many terms a block holds: 480 bytes, one of the
@@ -120,7 +131,7 @@ func (b *builder) str(s string) *ast.Term {
 	if s == "" {
 		return ast.InternedEmptyString
 	}
-	if t := b.shared[s]; t != nil {
+	if t := b.shared[s].str; t != nil {
 		return t
 	}
 	return b.term(ast.String(s))
@@ -133,6 +144,10 @@ func (b *builder) strs(ss []string) *ast.Term {
 		return ast.InternedNullTerm
 	case len(ss) == 0:
 		return ast.InternedEmptyArray
+	case len(ss) == 1:
+		if t := b.shared[ss[0]].single; t != nil {
+			return t
+		}
 	}
 	ts := make([]*ast.Term, len(ss))
 	for i, s := range ss {
@@ -182,7 +197,7 @@ func boolean(b bool) *ast.Term { return ast.InternedTerm(b) }
 func (in *Input) value() ast.Value { return in.document(nil) }
 
 // document is the input document, sharing the terms of shared.
-func (in *Input) document(shared map[string]*ast.Term) ast.Value {
+func (in *Input) document(shared termTable) ast.Value {
 	b := &builder{shared: shared}
 	var f fields
 	f.add("action", b.str(in.Action))

@@ -46,9 +46,9 @@ func TestDocumentsShareNothingMutable(t *testing.T) {
 		}
 		alone[i] = d
 	}
-	shared := map[string]ast.Value{}
+	shared := map[string][2]ast.Value{}
 	for s, term := range b.terms {
-		shared[s] = term.Value
+		shared[s] = [2]ast.Value{term.str.Value, term.single.Value}
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -87,8 +87,9 @@ func TestDocumentsShareNothingMutable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for s, term := range b.terms {
-		if term.Value != shared[s] || term.Value.Compare(ast.String(s)) != 0 {
-			t.Fatalf("the shared term of %q is now %v", s, term)
+		if term.str.Value != shared[s][0] || term.str.Value.Compare(ast.String(s)) != 0 ||
+			term.single.Value != shared[s][1] || term.single.Value.Compare(ast.NewArray(ast.StringTerm(s))) != 0 {
+			t.Fatalf("the shared terms of %q are now %v, %v", s, term.str, term.single)
 		}
 	}
 	for i, ft := range factTerms {
