@@ -563,8 +563,9 @@ func (e *Engine) Decide(ctx context.Context, in Input) (d Decision, err error) {
 	// callback do the same without one (and without waking another core
 	// for every decision).
 	c := topdown.NewCancel()
-	t := time.AfterFunc(e.timeout, c.Cancel)
-	stop := context.AfterFunc(ctx, c.Cancel)
+	cancel := c.Cancel // one method value for both
+	t := time.AfterFunc(e.timeout, cancel)
+	stop := context.AfterFunc(ctx, cancel)
 	defer func() {
 		t.Stop()
 		stop()
