@@ -181,8 +181,8 @@ func (in *Input) prepare(p *syntax.Parser, data *shellData) {
 	}
 	switch {
 	case in.Action == "exec" || in.Action == "start" && len(in.Text) > 0 || IsShell(in.Program):
-		sh := parseShell(in.Text, p, data, cwd)
-		in.Shell = &sh
+		in.Shell = new(Shell)
+		parseShellInto(in.Shell, in.Text, p, data, cwd)
 		in.adoptCode()
 	default:
 		in.prepareProgram(p, data, cwd)

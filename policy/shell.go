@@ -284,18 +284,26 @@ func ParseShell(line string) Shell { return parseShell(line, nil, nil, "") }
 // bundle's shell data (nil: the default bundle's), and the directory the
 // line starts in ("" unknown).
 func parseShell(line string, p *syntax.Parser, data *shellData, cwd string) Shell {
+	var sh Shell
+	parseShellInto(&sh, line, p, data, cwd)
+	return sh
+}
+
+// parseShellInto is parseShell into *sh, which it overwrites: the
+// analysis works on the Shell in place, so one the caller keeps is one
+// allocation rather than a copy of another.
+func parseShellInto(sh *Shell, line string, p *syntax.Parser, data *shellData, cwd string) {
 	if data == nil {
 		data = defaultShellData()
 	}
-	sh := Shell{data: data, cwd: cwd}
-	parseInto(&sh, line, 0, p)
+	*sh = Shell{data: data, cwd: cwd}
+	parseInto(sh, line, 0, p)
 	if sh.Commands == nil {
 		sh.Commands = []Command{}
 	}
 	if sh.RecursiveFunctions == nil {
 		sh.RecursiveFunctions = []string{}
 	}
-	return sh
 }
 
 // sub is an empty analysis for a line nested in sh's (sh -c, eval, a
