@@ -165,7 +165,7 @@ func strs(ss []string) *ast.Term { return (&builder{}).strs(ss) }
 // fields are an object's key, value pairs, gathered on the stack.
 type fields struct {
 	n  int
-	kv [24][2]*ast.Term
+	kv [32][2]*ast.Term // the shell document has the most: 21 of 32
 }
 
 // add adds the pair; every key is one of keys. A false value is left
