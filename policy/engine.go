@@ -183,8 +183,8 @@ func (in *Input) prepare(p *syntax.Parser, data *shellData) {
 	}
 	switch {
 	case in.Action == "exec" || in.Action == "start" && len(in.Text) > 0 || IsShell(in.Program):
-		sh := parseShell(in.Text, p, data, cwd)
-		in.Shell = &sh
+		in.Shell = new(Shell)
+		parseShellInto(in.Shell, in.Text, p, data, cwd)
 		in.adoptCode()
 	default:
 		in.prepareProgram(p, data, cwd)
@@ -267,6 +267,9 @@ type Bundle struct {
 	shell    *shellData        // the runners and options the shell analysis follows
 	creds    *credentialIndex  // which words of a command name credential files, or nil
 	paths    *pathIndex        // which words are protected or sensitive paths, or nil
+
+	// terms are the strings its documents share (value.go).
+	terms termTable
 }
 
 // index derives sh.Names, sh.Listed, sh.ListCommands, sh.NameCommands,
@@ -606,16 +609,18 @@ func (e *Engine) Decide(ctx context.Context, in Input) (d Decision, err error) {
 	// callback do the same without one (and without waking another core
 	// for every decision).
 	c := topdown.NewCancel()
-	t := time.AfterFunc(e.timeout, c.Cancel)
-	stop := context.AfterFunc(ctx, c.Cancel)
+	cancel := c.Cancel // one method value for both
+	t := time.AfterFunc(e.timeout, cancel)
+	stop := context.AfterFunc(ctx, cancel)
 	defer func() {
 		t.Stop()
 		stop()
 	}()
 	// No metrics: OPA would otherwise build a set of timers per decision
 	// that nothing reads.
-	rs, err := b.query.Eval(ctx, rego.EvalParsedInput(in.value()), rego.EvalMetrics(metrics.NoOp()),
-		rego.EvalExternalCancel(c))
+	// The decision comes back as OPA's value (astResult), not as Go maps.
+	rs, err := b.query.Eval(ctx, rego.EvalParsedInput(in.document(b.terms)), rego.EvalMetrics(metrics.NoOp()),
+		rego.EvalExternalCancel(c), evalASTResult)
 	if err != nil {
 		return b.denied(&in, "policy.error", "the policy failed: "+err.Error()), fmt.Errorf("evaluating policy: %w", err)
 	}
@@ -644,17 +649,50 @@ func denied(rule, reason string) Decision {
 	return Decision{Action: "deny", Rule: rule, Reason: reason, Severity: "high"}
 }
 
+// astResult hands an evaluation's result back as OPA's value: converting
+// the decision into Go maps for toDecision to read five strings from cost
+// a decision a dozen allocations.
+func astResult(t *ast.Term, _ *rego.EvalContext) (any, error) { return t.Value, nil }
+
+var evalASTResult = rego.EvalGenerateJSON(astResult)
+
+// decisionKeys are the decision's fields toDecision reads, in the order
+// of Decision's.
+var decisionKeys = [...]*ast.Term{
+	ast.StringTerm("action"), ast.StringTerm("rule"), ast.StringTerm("reason"), ast.StringTerm("severity"), ast.StringTerm("profile"),
+}
+
+// toDecision reads a decision: a Go value as encoding/json decodes it, or
+// OPA's value (astResult). What is not an object, or has an action other
+// than allow, deny or confirm, is an error; a field that is not a string
+// is left empty.
 func toDecision(v any) (Decision, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
+	var fields [len(decisionKeys)]string
+	switch o := v.(type) {
+	case ast.Object:
+		for i, k := range decisionKeys {
+			if t := o.Get(k); t != nil {
+				if s, ok := t.Value.(ast.String); ok {
+					fields[i] = string(s)
+				}
+			}
+		}
+	case ast.Value:
+		g, err := ast.JSON(o)
+		if err != nil {
+			return Decision{}, fmt.Errorf("the decision is %T, not an object", o)
+		}
+		return toDecision(g) // reported as the Go value it stands for
+	case map[string]any:
+		for i, k := range decisionKeys {
+			if s, ok := o[string(k.Value.(ast.String))].(string); ok {
+				fields[i] = s
+			}
+		}
+	default:
 		return Decision{}, fmt.Errorf("the decision is %T, not an object", v)
 	}
-	var d Decision
-	for k, p := range map[string]*string{"action": &d.Action, "rule": &d.Rule, "reason": &d.Reason, "severity": &d.Severity, "profile": &d.Profile} {
-		if s, ok := m[k].(string); ok {
-			*p = s
-		}
-	}
+	d := Decision{Action: fields[0], Rule: fields[1], Reason: fields[2], Severity: fields[3], Profile: fields[4]}
 	switch d.Action {
 	case "allow", "deny", "confirm":
 	default:
@@ -853,6 +891,7 @@ func compile(ctx context.Context, f files, src string) (*Bundle, error) {
 	}
 	b.Rules, b.Profiles = describe(f.data)
 	b.lists = newListIndex(f.data)
+	b.terms = newTermTable(f.data)
 	b.creds = newCredentialIndex(f.data)
 	b.paths = newPathIndex(f.data)
 	if b.shell, err = newShellData(f.data); err != nil {

@@ -107,6 +107,10 @@ type Shell struct {
 
 	data *shellData // the runners and options the analysis follows
 	cwd  string     // the directory the next command runs in; "" unknown
+	// parser parsed the line being walked, and parses the lines nested
+	// in it: a parse is done with its parser before the walk starts. Nil
+	// outside parseInto.
+	parser *syntax.Parser
 	// code gathers what the code the line hands to interpreters does
 	// (python3 -c, node -e, a here-document fed to python3): the engine
 	// makes it the input's code document.
@@ -291,18 +295,26 @@ func ParseShell(line string) Shell { return parseShell(line, nil, nil, "") }
 // bundle's shell data (nil: the default bundle's), and the directory the
 // line starts in ("" unknown).
 func parseShell(line string, p *syntax.Parser, data *shellData, cwd string) Shell {
+	var sh Shell
+	parseShellInto(&sh, line, p, data, cwd)
+	return sh
+}
+
+// parseShellInto is parseShell into *sh, which it overwrites: the
+// analysis works on the Shell in place, so one the caller keeps is one
+// allocation rather than a copy of another.
+func parseShellInto(sh *Shell, line string, p *syntax.Parser, data *shellData, cwd string) {
 	if data == nil {
 		data = defaultShellData()
 	}
-	sh := Shell{data: data, cwd: cwd}
-	parseInto(&sh, line, 0, p)
+	*sh = Shell{data: data, cwd: cwd}
+	parseInto(sh, line, 0, p)
 	if sh.Commands == nil {
 		sh.Commands = []Command{}
 	}
 	if sh.RecursiveFunctions == nil {
 		sh.RecursiveFunctions = []string{}
 	}
-	return sh
 }
 
 // sub is an empty analysis for a line nested in sh's (sh -c, eval, a
@@ -330,8 +342,7 @@ func parseArgv(argv []string, data *shellData, cwd string) Shell {
 // newParser returns the parser every line is parsed with.
 func newParser() *syntax.Parser { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }
 
-// parseInto parses line into sh with p, or with a new parser when p is nil
-// (a line nested in sh -c: rare enough not to share one).
+// parseInto parses line into sh with p, or with a new parser when p is nil.
 func parseInto(sh *Shell, line string, depth int, p *syntax.Parser) {
 	if depth > maxDepth {
 		sh.Eval = true
@@ -355,8 +366,11 @@ func parseInto(sh *Shell, line string, depth int, p *syntax.Parser) {
 		}
 		return
 	}
+	outer := sh.parser
+	sh.parser = p
 	w := walker{sh: sh, depth: depth, src: line}
 	w.stmts(f.Stmts)
+	sh.parser = outer
 }
 
 // walker turns a parsed line into the policy's commands. It visits every
@@ -708,13 +722,16 @@ func (w *walker) call(assigns []*syntax.Assign, args []*syntax.Word, redirs []*s
 		w.assign(a, &cmd)
 	}
 	var words []string
+	if len(args) > 0 {
+		words = make([]string, 0, len(args)) // a word makes one field, but for braces and $IFS
+	}
 	for i, word := range args {
 		w.word(word)
-		fs, static := w.fields(word)
+		var static bool
+		words, static = w.appendFields(words, word)
 		if !static || i == 0 && globbed(word) {
 			cmd.Dynamic = true // a name the shell expands to a file's is computed too
 		}
-		words = append(words, fs...)
 	}
 	if len(words) > 0 {
 		cmd.Name, cmd.Args = words[0], words[1:]
@@ -792,7 +809,11 @@ func (w *walker) emit(cmd Command, redirs []*syntax.Redirect) {
 		}
 	}
 	cmds := finish(cmd, w.sh, w.depth)
-	w.sh.Commands = append(w.sh.Commands, cmds...)
+	if len(w.sh.Commands) == 0 {
+		w.sh.Commands = cmds // finish's own slice: nothing else holds it
+	} else {
+		w.sh.Commands = append(w.sh.Commands, cmds...)
+	}
 	w.fed(cmds, redirs)
 }
 
@@ -869,7 +890,7 @@ func (w *walker) fed(cmds []Command, redirs []*syntax.Redirect) {
 			sub := w.sh.sub()
 			switch lang := codeLanguage(c.Name); {
 			case shell:
-				parseInto(&sub, b, w.depth+1, nil)
+				parseInto(&sub, b, w.depth+1, w.sh.parser)
 			case lang != "":
 				sub.Commands = embed(&sub, lang, b, w.depth+1)
 			default:
@@ -1274,7 +1295,7 @@ func homeJoin(rest string) string {
 // parseNested parses into sub a line that a command of sh hands to a
 // shell (sh -c, eval), as the shell will: its bytes as they are.
 func parseNested(sh, sub *Shell, line string, depth int) {
-	parseInto(sub, line, depth, nil)
+	parseInto(sub, line, depth, sh.parser)
 }
 
 // rt is the shell data the analysis follows: the bundle's, or the
@@ -1603,7 +1624,7 @@ func shellOut(sh *Shell, code string, depth int) bool {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		parseInto(sh, line, depth, nil)
+		parseInto(sh, line, depth, sh.parser)
 	}
 	return true
 }

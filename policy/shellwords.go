@@ -12,32 +12,32 @@ import (
 // {1..99999999} is judged as written rather than expanded.
 const maxBraceWords = 64
 
-// fields returns the words bash makes of word before it runs, as far as
-// they are known: brace expansion ({rm,-rf,~} is three words, r{m,} is r
-// and rm), then word splitting at each unquoted $IFS or ${IFS…} (the usual
-// spelling of a space that is not one). static is false when a part is
-// computed at run time.
-func (w *walker) fields(word *syntax.Word) ([]string, bool) {
+// appendFields appends to dst the words bash makes of word before it
+// runs, as far as they are known: brace expansion ({rm,-rf,~} is three
+// words, r{m,} is r and rm), then word splitting at each unquoted $IFS or
+// ${IFS…} (the usual spelling of a space that is not one). static is
+// false when a part is computed at run time.
+func (w *walker) appendFields(dst []string, word *syntax.Word) ([]string, bool) {
 	if word == nil {
-		return []string{""}, true
+		return append(dst, ""), true
 	}
 	if plainFields(word) {
 		v, st := w.wordValue(word)
-		return []string{v}, st
+		return append(dst, v), st
 	}
-	var out []string
+	n := len(dst)
 	static := true
 	for _, parts := range braces(word) {
 		for _, field := range splitIFS(parts) {
 			v, st := w.wordValue(&syntax.Word{Parts: field})
 			static = static && st
-			out = append(out, v)
+			dst = append(dst, v)
 		}
 	}
-	if len(out) == 0 {
-		out = []string{""}
+	if len(dst) == n {
+		dst = append(dst, "")
 	}
-	return out, static
+	return dst, static
 }
 
 // braces expands the brace expressions of word into the words they make,

@@ -1,6 +1,10 @@
 package policy
 
-import "github.com/open-policy-agent/opa/v1/ast"
+import (
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
 
 // The input document is built as an OPA value directly: handing OPA a Go
 // struct makes it round-trip the struct through JSON on every decision,
@@ -8,8 +12,14 @@ import "github.com/open-policy-agent/opa/v1/ast"
 // garbage. TestInputValueMatchesJSON keeps this in step with the JSON tags.
 //
 // What is the same in every document is shared rather than built again:
-// the keys, null, true, and empty strings and arrays (OPA never writes into
-// an input value); false is left out, as the JSON leaves it out.
+// the keys, null, true, empty strings, arrays and objects, the four path
+// facts, and the strings a bundle's lists hold and name, alone or as an
+// array of one (OPA never writes into an input value;
+// TestDocumentsShareNothingMutable decides documents side by side to show
+// it); false is left out, as the JSON leaves it out.
+// What is built is cut from blocks of terms allocated a few at a time,
+// and objects are put together on the stack: the collector's pace is set
+// by what a decision allocates.
 
 // keys are the input document's keys, one term each for the process.
 var keys = func() map[string]*ast.Term {
@@ -33,230 +43,442 @@ var keys = func() map[string]*ast.Term {
 	return m
 }()
 
-func str(s string) *ast.Term {
+// factTerms are the four path_facts values, indexed by protected<<1 |
+// sensitive; a fact that holds neither is an empty object.
+var factTerms = [4]*ast.Term{
+	ast.InternedEmptyObject,
+	ast.ObjectTerm([2]*ast.Term{keys["sensitive"], ast.InternedTerm(true)}),
+	ast.ObjectTerm([2]*ast.Term{keys["protected"], ast.InternedTerm(true)}),
+	ast.ObjectTerm([2]*ast.Term{keys["protected"], ast.InternedTerm(true)}, [2]*ast.Term{keys["sensitive"], ast.InternedTerm(true)}),
+}
+
+// documentWords is what the gateway itself writes into documents: actions,
+// redirection operators, the single characters that short options split
+// into, and the paths most often named.
+var documentWords = func() []string {
+	v := []string{
+		"input", "exec", "start", "connect", "keys",
+		">", ">>", "<", "<<", "<<<", "<<-", "&>", "&>>", ">&", "<&", "<>", ">|", "<<heredoc>>",
+		"~", "/", ".", "..", "-", "--",
+	}
+	for c := byte('!'); c <= '~'; c++ {
+		v = append(v, string(c))
+	}
+	return v
+}()
+
+// termTable is the strings a bundle shares across its documents: the
+// documentWords, the document's keys, and its lists' names and entries,
+// each with the one-element array of it (a command's listed, a line's
+// names, a flag). It is never written after it is made; each array holds
+// exactly its one element (OPA's Array.Append writes into spare capacity).
+type termTable map[string]sharedString
+
+type sharedString struct{ str, single *ast.Term }
+
+func newTermTable(data map[string]any) termTable {
+	m := make(termTable, len(keys)+len(documentWords))
+	add := func(s string) {
+		if _, ok := m[s]; !ok && s != "" {
+			t := keys[s]
+			if t == nil {
+				t = ast.StringTerm(s)
+			}
+			m[s] = sharedString{t, ast.ArrayTerm(t)}
+		}
+	}
+	for k := range keys {
+		add(k)
+	}
+	for _, s := range documentWords {
+		add(s)
+	}
+	tg, _ := data["termgate"].(map[string]any)
+	lists, _ := tg["lists"].(map[string]any)
+	for name, l := range lists {
+		add(name)
+		arr, _ := l.([]any)
+		for _, v := range arr {
+			if s, ok := v.(string); ok && !strings.HasSuffix(name, "_substrings") {
+				add(s)
+			}
+		}
+	}
+	return m
+}
+
+// builder builds one document.
+type builder struct {
+	shared termTable  // strings shared across documents, or nil
+	block  []ast.Term // the block the next terms are cut from
+}
+
+// termBlock is how many terms a block holds: 480 bytes, one of the
+// allocator's size classes. Blocks that doubled wasted more of their
+// tails than the fewer allocations saved.
+const termBlock = 20
+
+// term is a new term of v, cut from the builder's block.
+func (b *builder) term(v ast.Value) *ast.Term {
+	if len(b.block) == cap(b.block) {
+		b.block = make([]ast.Term, 0, termBlock)
+	}
+	b.block = append(b.block, ast.Term{Value: v})
+	return &b.block[len(b.block)-1]
+}
+
+func (b *builder) str(s string) *ast.Term {
 	if s == "" {
 		return ast.InternedEmptyString
 	}
-	return ast.StringTerm(s)
+	if t := b.shared[s].str; t != nil {
+		return t
+	}
+	return b.term(ast.String(s))
 }
 
 // strs is a JSON array of strings; nil is null, as encoding/json has it.
-func strs(ss []string) *ast.Term {
+func (b *builder) strs(ss []string) *ast.Term {
 	switch {
 	case ss == nil:
 		return ast.InternedNullTerm
 	case len(ss) == 0:
 		return ast.InternedEmptyArray
+	case len(ss) == 1:
+		if t := b.shared[ss[0]].single; t != nil {
+			return t
+		}
 	}
 	ts := make([]*ast.Term, len(ss))
 	for i, s := range ss {
-		ts[i] = str(s)
+		ts[i] = b.str(s)
 	}
-	return ast.ArrayTerm(ts...)
+	return b.term(ast.NewArray(ts...))
 }
 
-// indexesTerm is an object of arrays of indexes; nil is null, as
-// encoding/json has it.
-func indexesTerm(m map[string][]int) *ast.Term {
+// str and strs are the builder's for a document built without one
+// (exec.go).
+func str(s string) *ast.Term { return (&builder{}).str(s) }
+
+func strs(ss []string) *ast.Term { return (&builder{}).strs(ss) }
+
+// fields are an object's key, value pairs, gathered on the stack.
+type fields struct {
+	n  int
+	kv [32][2]*ast.Term // the shell document has the most: 23 of 32
+}
+
+// add adds the pair; every key is one of keys. A false value is left
+// out, as encoding/json leaves out the document's booleans (omitempty).
+func (f *fields) add(k string, v *ast.Term) {
+	key := keys[k]
+	if key == nil {
+		panic("policy: input key " + k + " is missing from keys")
+	}
+	f.addKey(key, v)
+}
+
+func (f *fields) addKey(key, v *ast.Term) {
+	if v == ast.InternedBooleanFalse {
+		return
+	}
+	f.kv[f.n] = [2]*ast.Term{key, v}
+	f.n++
+}
+
+func (b *builder) object(f *fields) *ast.Term {
+	return b.term(ast.NewObject(f.kv[:f.n]...))
+}
+
+// indexArrays are the arrays of one small index, [0] to [15], shared like
+// the one-element arrays of a bundle's strings: each holds exactly its
+// element (OPA's Array.Append writes into spare capacity).
+var indexArrays = func() (a [16]*ast.Term) {
+	for i := range a {
+		a[i] = ast.ArrayTerm(ast.InternedTerm(i))
+	}
+	return a
+}()
+
+// indexes is an object of arrays of indexes (list_commands,
+// name_commands); nil is null, as encoding/json has it.
+func (b *builder) indexes(m map[string][]int) *ast.Term {
 	if m == nil {
 		return ast.InternedNullTerm
 	}
-	items := make([][2]*ast.Term, 0, len(m))
+	if len(m) == 0 {
+		return ast.InternedEmptyObject
+	}
+	var buf [16][2]*ast.Term
+	items := buf[:0]
 	for k, is := range m {
-		ts := make([]*ast.Term, len(is))
-		for i, n := range is {
-			ts[i] = ast.InternedTerm(n)
+		var v *ast.Term
+		if len(is) == 1 && is[0] < len(indexArrays) {
+			v = indexArrays[is[0]]
+		} else {
+			ts := make([]*ast.Term, len(is))
+			for i, n := range is {
+				ts[i] = ast.InternedTerm(n)
+			}
+			v = b.term(ast.NewArray(ts...))
 		}
-		items = append(items, [2]*ast.Term{str(k), ast.ArrayTerm(ts...)})
+		items = append(items, [2]*ast.Term{b.str(k), v})
 	}
-	return ast.ObjectTerm(items...)
-}
-
-// obj builds an object from key, value pairs; every key is one of keys. A
-// false value is left out, as encoding/json leaves out the document's
-// booleans (omitempty).
-func obj(kv ...any) *ast.Term {
-	items := make([][2]*ast.Term, 0, len(kv)/2)
-	for i := 0; i+1 < len(kv); i += 2 {
-		k := keys[kv[i].(string)]
-		if k == nil {
-			panic("policy: input key " + kv[i].(string) + " is missing from keys")
-		}
-		v := kv[i+1].(*ast.Term)
-		if v == ast.InternedBooleanFalse {
-			continue
-		}
-		items = append(items, [2]*ast.Term{k, v})
-	}
-	return ast.ObjectTerm(items...)
+	return b.term(ast.NewObject(items...))
 }
 
 // boolean returns OPA's shared true or false term: no allocation.
 func boolean(b bool) *ast.Term { return ast.InternedTerm(b) }
 
-func (in *Input) value() ast.Value {
-	kv := []any{
-		"action", str(in.Action), "text", str(in.Text), "program", str(in.Program),
-		"secret", boolean(in.Secret), "program_listed", strs(in.ProgramListed), "text_listed", strs(in.TextListed),
-		"client", obj("name", str(in.Client.Name), "version", str(in.Client.Version)),
-	}
+// value is the input document, its strings all built anew.
+func (in *Input) value() ast.Value { return in.document(nil) }
+
+// document is the input document, sharing the terms of shared.
+func (in *Input) document(shared termTable) ast.Value {
+	b := &builder{shared: shared}
+	var f fields
+	f.add("action", b.str(in.Action))
+	f.add("text", b.str(in.Text))
+	f.add("program", b.str(in.Program))
+	f.add("secret", boolean(in.Secret))
+	f.add("program_listed", b.strs(in.ProgramListed))
+	f.add("text_listed", b.strs(in.TextListed))
+	var cf fields
+	cf.add("name", b.str(in.Client.Name))
+	cf.add("version", b.str(in.Client.Version))
+	f.add("client", b.object(&cf))
 	if in.Shell != nil {
-		kv = append(kv, "shell", in.Shell.term())
+		f.add("shell", b.shell(in.Shell))
 	}
 	if in.Code != nil {
-		kv = append(kv, "code", in.Code.term())
+		f.add("code", b.code(in.Code))
 	}
 	if in.SQL != nil {
-		kv = append(kv, "sql", in.SQL.term())
+		f.add("sql", b.sql(in.SQL))
 	}
 	if s := in.Session; s != nil {
-		kv = append(kv, "session", obj("id", str(s.ID), "name", str(s.Name), "argv", strs(s.Argv), "cwd", str(s.Cwd), "profile", str(s.Profile), "confined", boolean(s.Confined)))
+		var sf fields
+		sf.add("id", b.str(s.ID))
+		sf.add("name", b.str(s.Name))
+		sf.add("argv", b.strs(s.Argv))
+		sf.add("cwd", b.str(s.Cwd))
+		sf.add("profile", b.str(s.Profile))
+		sf.add("confined", boolean(s.Confined))
+		f.add("session", b.object(&sf))
 	}
 	if s := in.Start; s != nil {
-		kv = append(kv, "start", obj("argv", strs(s.Argv), "cwd", str(s.Cwd), "env", strs(s.Env), "confined", boolean(s.Confined)))
+		var sf fields
+		sf.add("argv", b.strs(s.Argv))
+		sf.add("cwd", b.str(s.Cwd))
+		sf.add("env", b.strs(s.Env))
+		sf.add("confined", boolean(s.Confined))
+		f.add("start", b.object(&sf))
 	}
 	if t := in.Terminal; t != nil {
-		kv = append(kv, "terminal", obj("reads_lines", boolean(t.ReadsLines), "judged", boolean(t.Judged), "echo", boolean(t.Echo),
-			"ahead", boolean(t.Ahead), "readers", strs(t.Readers)))
+		var tf fields
+		tf.add("reads_lines", boolean(t.ReadsLines))
+		tf.add("judged", boolean(t.Judged))
+		tf.add("echo", boolean(t.Echo))
+		tf.add("ahead", boolean(t.Ahead))
+		tf.add("readers", b.strs(t.Readers))
+		f.add("terminal", b.object(&tf))
 	}
 	if in.Cwd != "" {
-		kv = append(kv, "cwd", str(in.Cwd))
+		f.add("cwd", b.str(in.Cwd))
 	}
 	if g := in.Gateway; g != nil {
-		gkv := []any{"paths", strs(g.Paths)}
+		var gf fields
+		gf.add("paths", b.strs(g.Paths))
 		if g.Home != "" {
-			gkv = append(gkv, "home", str(g.Home))
+			gf.add("home", b.str(g.Home))
 		}
-		kv = append(kv, "gateway", obj(gkv...))
+		f.add("gateway", b.object(&gf))
 	}
 	if c := in.Connect; c != nil {
-		ckv := []any{"host", str(c.Host), "port", ast.IntNumberTerm(c.Port), "program", str(c.Program), "via", str(c.Via)}
+		var cf fields
+		cf.add("host", b.str(c.Host))
+		cf.add("port", ast.IntNumberTerm(c.Port))
+		cf.add("program", b.str(c.Program))
+		cf.add("via", b.str(c.Via))
 		if c.Address != "" {
-			ckv = append(ckv, "address", str(c.Address))
+			cf.add("address", b.str(c.Address))
 		}
 		if c.AddressClass != "" {
-			ckv = append(ckv, "address_class", str(c.AddressClass))
+			cf.add("address_class", b.str(c.AddressClass))
 		}
-		ckv = append(ckv, "resolved", boolean(c.Resolved))
-		kv = append(kv, "connect", obj(ckv...))
+		cf.add("resolved", boolean(c.Resolved))
+		f.add("connect", b.object(&cf))
 	}
-	o := obj(kv...)
 	if in.Exec != nil {
-		o.Value.(ast.Object).Insert(execKey, in.Exec.term()) // exec.go
+		f.addKey(execKey, in.Exec.term()) // exec.go
 	}
-	return o.Value
+	return b.object(&f).Value
 }
 
-func (sh *Shell) term() *ast.Term {
+func (b *builder) shell(sh *Shell) *ast.Term {
 	cmds := ast.InternedNullTerm
 	if sh.Commands != nil {
 		cs := make([]*ast.Term, len(sh.Commands))
-		for i, c := range sh.Commands {
-			cs[i] = c.term()
+		for i := range sh.Commands {
+			cs[i] = b.command(&sh.Commands[i])
 		}
-		cmds = ast.ArrayTerm(cs...)
+		cmds = b.term(ast.NewArray(cs...))
 	}
-	kv := []any{"commands", cmds, "pipes", boolean(sh.Pipes),
-		"pipe_to_interpreter", boolean(sh.PipeToInterpreter), "decode_to_interpreter", boolean(sh.DecodeToInterpreter),
-		"substitutions", boolean(sh.Substitutions), "process_substitution", boolean(sh.ProcessSubstitution),
-		"eval", boolean(sh.Eval), "background", boolean(sh.Background),
-		"recursive_functions", strs(sh.RecursiveFunctions), "normalized", boolean(sh.Normalized),
-		"incomplete", boolean(sh.Incomplete), "embedded", boolean(sh.Embedded),
-		"names", strs(sh.Names), "listed", strs(sh.Listed), "words_listed", strs(sh.WordsListed),
-		"dynamic", boolean(sh.Dynamic), "write_targets", strs(sh.WriteTargets),
-		"list_commands", indexesTerm(sh.ListCommands), "name_commands", indexesTerm(sh.NameCommands)}
+	var f fields
+	f.add("commands", cmds)
+	f.add("pipes", boolean(sh.Pipes))
+	f.add("pipe_to_interpreter", boolean(sh.PipeToInterpreter))
+	f.add("decode_to_interpreter", boolean(sh.DecodeToInterpreter))
+	f.add("substitutions", boolean(sh.Substitutions))
+	f.add("process_substitution", boolean(sh.ProcessSubstitution))
+	f.add("eval", boolean(sh.Eval))
+	f.add("background", boolean(sh.Background))
+	f.add("recursive_functions", b.strs(sh.RecursiveFunctions))
+	f.add("normalized", boolean(sh.Normalized))
+	f.add("incomplete", boolean(sh.Incomplete))
+	f.add("embedded", boolean(sh.Embedded))
+	f.add("names", b.strs(sh.Names))
+	f.add("listed", b.strs(sh.Listed))
+	f.add("words_listed", b.strs(sh.WordsListed))
+	f.add("dynamic", boolean(sh.Dynamic))
+	f.add("write_targets", b.strs(sh.WriteTargets))
+	f.add("list_commands", b.indexes(sh.ListCommands))
+	f.add("name_commands", b.indexes(sh.NameCommands))
 	if sh.ParseError != "" {
-		kv = append(kv, "parse_error", str(sh.ParseError))
+		f.add("parse_error", b.str(sh.ParseError))
 	}
 	if len(sh.Hosts) > 0 {
-		kv = append(kv, "hosts", strs(sh.Hosts))
+		f.add("hosts", b.strs(sh.Hosts))
 	}
 	if len(sh.GatewayRefs) > 0 {
-		kv = append(kv, "gateway_refs", strs(sh.GatewayRefs))
+		f.add("gateway_refs", b.strs(sh.GatewayRefs))
 	}
 	if len(sh.PathFacts) > 0 {
-		kv = append(kv, "path_facts", pathFactsTerm(sh.PathFacts))
+		f.add("path_facts", b.pathFacts(sh.PathFacts))
 	}
-	return obj(kv...)
+	return b.object(&f)
 }
 
-func (c Command) term() *ast.Term {
+func (b *builder) command(c *Command) *ast.Term {
 	reds := ast.InternedNullTerm
 	if c.Redirects != nil {
 		rs := make([]*ast.Term, len(c.Redirects))
 		for j, r := range c.Redirects {
+			var rf fields
+			rf.add("op", b.str(r.Op))
+			rf.add("target", b.str(r.Target))
 			if r.Path != "" {
-				rs[j] = obj("op", str(r.Op), "target", str(r.Target), "path", str(r.Path))
-			} else {
-				rs[j] = obj("op", str(r.Op), "target", str(r.Target))
+				rf.add("path", b.str(r.Path))
 			}
+			rs[j] = b.object(&rf)
 		}
-		reds = ast.ArrayTerm(rs...)
+		reds = b.term(ast.NewArray(rs...))
 	}
-	operands := strs(c.Operands)
+	operands := b.strs(c.Operands)
 	paths := operands // the engine shares the slice while no operand resolves elsewhere
 	if len(c.Paths) != len(c.Operands) || len(c.Paths) > 0 && &c.Paths[0] != &c.Operands[0] || c.Paths == nil && c.Operands != nil {
-		paths = strs(c.Paths)
+		paths = b.strs(c.Paths)
 	}
-	kv := []any{"name", str(c.Name), "args", strs(c.Args), "wrappers", strs(c.Wrappers),
-		"dynamic", boolean(c.Dynamic), "redirects", reds, "assigns", strs(c.Assigns),
-		"flags", strs(c.Flags), "operands", operands, "paths", paths, "listed", strs(c.Listed)}
+	var f fields
+	f.add("name", b.str(c.Name))
+	f.add("args", b.strs(c.Args))
+	f.add("wrappers", b.strs(c.Wrappers))
+	f.add("dynamic", boolean(c.Dynamic))
+	f.add("redirects", reds)
+	f.add("assigns", b.strs(c.Assigns))
+	f.add("flags", b.strs(c.Flags))
+	f.add("operands", operands)
+	f.add("paths", paths)
+	f.add("listed", b.strs(c.Listed))
 	if c.Path != "" {
-		kv = append(kv, "path", str(c.Path))
+		f.add("path", b.str(c.Path))
 	}
 	if c.Cwd != "" {
-		kv = append(kv, "cwd", str(c.Cwd))
+		f.add("cwd", b.str(c.Cwd))
 	}
 	if c.Credentials != nil { // derived (a list, possibly empty), else absent
-		kv = append(kv, "credentials", strs(c.Credentials))
+		f.add("credentials", b.strs(c.Credentials))
 	}
-	return obj(kv...)
+	return b.object(&f)
 }
 
-func (c *Code) term() *ast.Term {
+func (b *builder) code(c *Code) *ast.Term {
 	calls := ast.InternedNullTerm
 	if c.Calls != nil {
 		cs := make([]*ast.Term, len(c.Calls))
 		for i, call := range c.Calls {
-			cs[i] = obj("name", str(call.Name), "args", strs(call.Args), "dynamic", boolean(call.Dynamic))
+			var cf fields
+			cf.add("name", b.str(call.Name))
+			cf.add("args", b.strs(call.Args))
+			cf.add("dynamic", boolean(call.Dynamic))
+			cs[i] = b.object(&cf)
 		}
-		calls = ast.ArrayTerm(cs...)
+		calls = b.term(ast.NewArray(cs...))
 	}
-	kv := []any{"languages", strs(c.Languages), "calls", calls, "names", strs(c.Names), "modules", strs(c.Modules),
-		"shell_commands", strs(c.ShellCommands), "writes", strs(c.Writes), "deletes", strs(c.Deletes),
-		"dynamic_calls", strs(c.DynamicCalls), "dynamic", boolean(c.Dynamic), "dynamic_shell", boolean(c.DynamicShell),
-		"reverse_shell", boolean(c.ReverseShell), "incomplete", boolean(c.Incomplete), "listed", strs(c.Listed)}
+	var f fields
+	f.add("languages", b.strs(c.Languages))
+	f.add("calls", calls)
+	f.add("names", b.strs(c.Names))
+	f.add("modules", b.strs(c.Modules))
+	f.add("shell_commands", b.strs(c.ShellCommands))
+	f.add("writes", b.strs(c.Writes))
+	f.add("deletes", b.strs(c.Deletes))
+	f.add("dynamic_calls", b.strs(c.DynamicCalls))
+	f.add("dynamic", boolean(c.Dynamic))
+	f.add("dynamic_shell", boolean(c.DynamicShell))
+	f.add("reverse_shell", boolean(c.ReverseShell))
+	f.add("incomplete", boolean(c.Incomplete))
+	f.add("listed", b.strs(c.Listed))
 	if c.ParseError != "" {
-		kv = append(kv, "parse_error", str(c.ParseError))
+		f.add("parse_error", b.str(c.ParseError))
 	}
 	if len(c.Hosts) > 0 {
-		kv = append(kv, "hosts", strs(c.Hosts))
+		f.add("hosts", b.strs(c.Hosts))
 	}
-	return obj(kv...)
+	return b.object(&f)
 }
 
-func (q *SQL) term() *ast.Term {
+func (b *builder) sql(q *SQL) *ast.Term {
 	sts := ast.InternedNullTerm
 	if q.Statements != nil {
 		ts := make([]*ast.Term, len(q.Statements))
 		for i, s := range q.Statements {
-			kv := []any{"text", str(s.Text), "verb", str(s.Verb), "where", boolean(s.Where), "classes", strs(s.Classes)}
+			var sf fields
+			sf.add("text", b.str(s.Text))
+			sf.add("verb", b.str(s.Verb))
+			sf.add("where", boolean(s.Where))
+			sf.add("classes", b.strs(s.Classes))
 			if s.Object != "" {
-				kv = append(kv, "object", str(s.Object))
+				sf.add("object", b.str(s.Object))
 			}
-			ts[i] = obj(kv...)
+			ts[i] = b.object(&sf)
 		}
-		sts = ast.ArrayTerm(ts...)
+		sts = b.term(ast.NewArray(ts...))
 	}
-	return obj("dialect", str(q.Dialect), "statements", sts, "classes", strs(q.Classes), "incomplete", boolean(q.Incomplete))
+	var f fields
+	f.add("dialect", b.str(q.Dialect))
+	f.add("statements", sts)
+	f.add("classes", b.strs(q.Classes))
+	f.add("incomplete", boolean(q.Incomplete))
+	return b.object(&f)
 }
 
-// pathFactsTerm is the path_facts object; a fact that holds neither is
-// an empty object.
-func pathFactsTerm(m map[string]PathFact) *ast.Term {
-	items := make([][2]*ast.Term, 0, len(m))
-	for w, f := range m {
-		items = append(items, [2]*ast.Term{str(w), obj("protected", boolean(f.Protected), "sensitive", boolean(f.Sensitive))})
+// pathFacts is the path_facts object.
+func (b *builder) pathFacts(m map[string]PathFact) *ast.Term {
+	var buf [16][2]*ast.Term
+	items := buf[:0]
+	if len(m) > len(buf) {
+		items = make([][2]*ast.Term, 0, len(m))
 	}
-	return ast.ObjectTerm(items...)
+	for w, f := range m {
+		i := 0
+		if f.Protected {
+			i |= 2
+		}
+		if f.Sensitive {
+			i |= 1
+		}
+		items = append(items, [2]*ast.Term{b.str(w), factTerms[i]})
+	}
+	return b.term(ast.NewObject(items...))
 }
