@@ -209,27 +209,29 @@ var (
 )
 
 // term is the exec document as an OPA value, as encoding/json would
-// write it (TestInputValueMatchesJSON).
-func (x *Exec) term() *ast.Term {
-	kv := [][2]*ast.Term{
-		{execKeys["argv"], strs(x.Argv)}, {execKeys["path"], str(x.Path)}, {execKeys["cwd"], str(x.Cwd)},
-		{execKeys["parents"], strs(x.Parents)},
-	}
+// write it (TestInputValueMatchesJSON), built by the document's builder.
+func (x *Exec) term(b *builder) *ast.Term {
+	var f fields
+	f.addKey(execKeys["argv"], b.strs(x.Argv))
+	f.addKey(execKeys["path"], b.str(x.Path))
+	f.addKey(execKeys["cwd"], b.str(x.Cwd))
+	f.addKey(execKeys["parents"], b.strs(x.Parents))
 	if x.Line != "" {
-		kv = append(kv, [2]*ast.Term{execKeys["line"], str(x.Line)})
+		f.addKey(execKeys["line"], b.str(x.Line))
 	}
-	if x.LineConfirmed {
-		kv = append(kv, [2]*ast.Term{execKeys["line_confirmed"], ast.InternedTerm(true)})
-	}
+	f.addKey(execKeys["line_confirmed"], boolean(x.LineConfirmed))
 	if len(x.LineCommands) > 0 {
 		cs := make([]*ast.Term, len(x.LineCommands))
 		for i, c := range x.LineCommands {
-			cs[i] = ast.ObjectTerm([2]*ast.Term{execKeys["name"], str(c.Name)}, [2]*ast.Term{execKeys["args"], strs(c.Args)})
+			var cf fields
+			cf.addKey(execKeys["name"], b.str(c.Name))
+			cf.addKey(execKeys["args"], b.strs(c.Args))
+			cs[i] = b.object(&cf)
 		}
-		kv = append(kv, [2]*ast.Term{execKeys["line_commands"], ast.ArrayTerm(cs...)})
+		f.addKey(execKeys["line_commands"], b.term(ast.NewArray(cs...)))
 	}
 	if x.IdentifiedBy != "" {
-		kv = append(kv, [2]*ast.Term{execKeys["identified_by"], str(x.IdentifiedBy)})
+		f.addKey(execKeys["identified_by"], b.str(x.IdentifiedBy))
 	}
-	return ast.ObjectTerm(kv...)
+	return b.object(&f)
 }

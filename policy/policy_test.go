@@ -466,6 +466,13 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		Connect: &Connect{Host: "rebind.example", Port: 80, Via: "http", Address: "10.0.0.1", AddressClass: "private", Resolved: true},
 	}, {
 		Action: "connect", Connect: &Connect{Host: "packages.example.com", Port: 443, Via: "socks5"},
+	}, {
+		Action: "exec", Text: "rm -rf /tmp/x",
+		Exec: &Exec{Argv: []string{"rm", "-rf", "/tmp/x"}, Path: "/usr/bin/rm", Cwd: "/w", Parents: []string{"bash", "make"},
+			Line: "make clean", LineConfirmed: true, IdentifiedBy: "path",
+			LineCommands: []LineCommand{{Name: "make", Args: []string{"clean"}}, {Name: "rm", Args: []string{}}}},
+	}, {
+		Action: "exec", Text: "true", Exec: &Exec{Argv: []string{"true"}},
 	}}
 	for _, c := range append(corpus, codeCorpus...) {
 		ins = append(ins, Input{Action: "input", Program: c.program, Text: c.text})

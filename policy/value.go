@@ -156,12 +156,6 @@ func (b *builder) strs(ss []string) *ast.Term {
 	return b.term(ast.NewArray(ts...))
 }
 
-// str and strs are the builder's for a document built without one
-// (exec.go).
-func str(s string) *ast.Term { return (&builder{}).str(s) }
-
-func strs(ss []string) *ast.Term { return (&builder{}).strs(ss) }
-
 // fields are an object's key, value pairs, gathered on the stack.
 type fields struct {
 	n  int
@@ -310,7 +304,7 @@ func (in *Input) document(shared termTable) ast.Value {
 		f.add("connect", b.object(&cf))
 	}
 	if in.Exec != nil {
-		f.addKey(execKey, in.Exec.term()) // exec.go
+		f.addKey(execKey, in.Exec.term(b)) // exec.go
 	}
 	return b.object(&f).Value
 }
