@@ -290,11 +290,13 @@ in_place_files(c) := c.operands if has_flag(c, "e", "--expression")
 
 else := array.slice(c.operands, 1, count(c.operands))
 
+# dd's of=FILE, as written and as resolved against its working directory
+# (its paths: cd /dev; dd of=sda writes /dev/sda).
 write_target contains t if {
 	"dd" in input.shell.names
 	some ix in input.shell.name_commands.dd
 	c := input.shell.commands[ix]
-	some a in c.args
+	some a in array.concat(c.args, object.get(c, "paths", []))
 	startswith(a, "of=")
 	t := substring(a, 3, -1)
 }

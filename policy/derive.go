@@ -75,6 +75,9 @@ func (in *Input) startCwd() string {
 func resolveOperand(cwd, p, home string) string {
 	r := resolvePath(cwd, p)
 	if r == "" {
+		r = beyondHome(cwd, p, home)
+	}
+	if r == "" {
 		return p
 	}
 	if strings.HasSuffix(p, "/") && r != "/" && r != "~" {
@@ -89,8 +92,39 @@ func resolveOperand(cwd, p, home string) string {
 	return r
 }
 
+// beyondHome resolves a path that climbs out of ~ (~/../../proc/x, or
+// ../../x from a directory under ~), which resolvePath leaves unresolved,
+// through the home directory ~ stands for: "" when home is unknown or p
+// does not climb out of ~.
+func beyondHome(cwd, p, home string) string {
+	if home == "" || !strings.HasPrefix(home, "/") {
+		return ""
+	}
+	rest, ok := "", false
+	for _, h := range []string{"~/", "$HOME/", "${HOME}/"} {
+		if rest, ok = strings.CutPrefix(p, h); ok {
+			break
+		}
+	}
+	if !ok {
+		switch {
+		case strings.HasPrefix(p, "~") || strings.HasPrefix(p, "$") || strings.HasPrefix(p, "/"):
+			return ""
+		case cwd == "~":
+			rest = p
+		case strings.HasPrefix(cwd, "~/"):
+			rest = cwd[2:] + "/" + p
+		default:
+			return ""
+		}
+	}
+	return homeRel(path.Join(home, rest), home)
+}
+
 // derivePaths fills each command's Paths and each redirection's Path, and
-// the shell's GatewayRefs.
+// the shell's GatewayRefs. dd's operands are operand=value: the path of
+// of=FILE (the file dd writes) is of= and FILE resolved, which the rules
+// on written files read with the argument as written.
 func derivePaths(sh *Shell, gw *Gateway) {
 	home := ""
 	if gw != nil {
@@ -122,7 +156,12 @@ func derivePaths(sh *Shell, gw *Gateway) {
 		c := &sh.Commands[i]
 		c.Paths = c.Operands // shared while every operand resolves to itself
 		for j, o := range c.Operands {
-			p := resolveOperand(c.Cwd, o, home)
+			var p string
+			if v, ok := strings.CutPrefix(o, "of="); ok && c.Name == "dd" {
+				p = "of=" + resolveOperand(c.Cwd, v, home)
+			} else {
+				p = resolveOperand(c.Cwd, o, home)
+			}
 			if p != o {
 				if &c.Paths[0] == &c.Operands[0] {
 					c.Paths = slices.Clone(c.Operands)

@@ -142,7 +142,9 @@ type Command struct {
 	// operands resolved against it, lexically (.. and . removed), a path
 	// under the home directory written ~/…; an operand that cannot be
 	// resolved (relative, with no Cwd known; computed at run time) is
-	// itself. A resolved path that is a symbolic link written with a
+	// itself; one that climbs out of ~ (~/../../proc) is resolved through
+	// the home directory when the gateway says which it is; dd's of=FILE
+	// is of= and FILE resolved. A resolved path that is a symbolic link written with a
 	// trailing slash (rm -rf link/) is the link's target, which is what
 	// the program acts on. Derived by the engine.
 	Cwd   string   `json:"cwd,omitempty"`

@@ -140,6 +140,16 @@ func TestResolvePath(t *testing.T) {
 	if got := homeRel("/home/devx", "/home/dev"); got != "/home/devx" {
 		t.Errorf("homeRel: %q", got)
 	}
+	for _, tc := range []struct{ cwd, p, home, want string }{
+		{"/w", "~/../../proc/x", "/home/dev", "/proc/x"}, {"~/a", "../../x", "/home/dev", "/home/x"},
+		{"~", "../dev/y", "/home/dev", "~/y"}, {"/w", "${HOME}/../..", "/home/dev", "/"},
+		{"/w", "~/../../proc/x", "", ""}, {"/w", "../x", "/home/dev", ""}, {"/w", "~root/../x", "/home/dev", ""},
+		{"/w", "$D/../x", "/home/dev", ""}, {"", "../x", "/home/dev", ""}, {"~/a", "../../x", "relative", ""},
+	} {
+		if got := beyondHome(tc.cwd, tc.p, tc.home); got != tc.want {
+			t.Errorf("beyondHome(%q, %q, %q) = %q, want %q", tc.cwd, tc.p, tc.home, got, tc.want)
+		}
+	}
 }
 
 // TestRelativeDeletesUseTheForegroundCwd: input.cwd (the foreground
@@ -157,6 +167,18 @@ func TestRelativeDeletesUseTheForegroundCwd(t *testing.T) {
 		{"/home/dev/project", "cd ~; rm -rf .", "deny"},
 		{"/home/dev/project", "cd /; rm -rf usr", "deny"},
 		{"/home/dev/.ssh", "cp evil authorized_keys", "deny"},
+		// dd's of= is resolved like any operand.
+		{"/dev", "dd if=/dev/zero of=sda", "deny"},
+		{"/proc", "dd if=x of=sysrq-trigger", "deny"},
+		{"/tmp", "dd if=/dev/zero of=/dev/./sda", "deny"},
+		{"/tmp", "dd if=x of=/proc/self/../sysrq-trigger", "deny"},
+		{"/tmp", "dd if=/dev/zero of=sda bs=1M count=1", "allow"},
+		// A path that climbs out of ~ is resolved through the home
+		// directory: /home/dev/../../proc is /proc.
+		{"/tmp", "echo b > ~/../../proc/sysrq-trigger", "deny"},
+		{"/home/dev/a", "echo b > ../../../proc/sysrq-trigger", "deny"},
+		{"/tmp", "dd if=x of=$HOME/../../proc/sysrq-trigger", "deny"},
+		{"/tmp", "echo hi > ~/../dev/notes", "allow"},
 	} {
 		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: tc.line, Cwd: tc.cwd, Gateway: gw})
 		if err != nil || d.Action != tc.want {

@@ -13,7 +13,7 @@ import (
 // copy_command with two or more, as written and resolved; the files of an
 // in_place_editor run with -i or --in-place (its operands, less the first,
 // the script, unless -e or --expression gives it); what follows of= in
-// dd's arguments. Sorted, each once.
+// dd's arguments, as written and resolved (its paths). Sorted, each once.
 //
 // Building the set in Rego took 30–40 µs of every line that writes (six
 // rule bodies, each a loop over the commands); the rules now read the
@@ -58,9 +58,11 @@ func (b *Bundle) writeTargets(sh *Shell) []string {
 			}
 		}
 		if c.Name == "dd" {
-			for _, a := range c.Args {
-				if strings.HasPrefix(a, "of=") {
-					add(substringFrom(a, len("of=")))
+			for _, as := range [][]string{c.Args, c.Paths} {
+				for _, a := range as {
+					if strings.HasPrefix(a, "of=") {
+						add(substringFrom(a, len("of=")))
+					}
 				}
 			}
 		}
