@@ -258,9 +258,13 @@ finding contains {
 }
 
 # line_modes are the modes the line's commands set, each [command, mode]:
-# chmod's arguments, and the others' -m/--mode values. One set a decision
-# for both rules above, rather than a function each calls for every
-# command.
+# chmod's arguments, and the -m/--mode values of the other commands that
+# set a file's mode (mode_commands: install, mkdir, tar's --mode, …) and
+# of a command whose name is computed at run time: -m MODE, the mode
+# joined to it (-m4755) or to a cluster of flags before it (install
+# -Dm4755, -Dm 4755), --mode MODE and --mode=MODE. Another program's -m
+# is not a mode (git commit -m 4755). One set a decision for both rules
+# above, rather than a function each calls for every command.
 line_modes contains [c.name, m] if {
 	some ix in input.shell.name_commands.chmod
 	c := input.shell.commands[ix]
@@ -268,19 +272,44 @@ line_modes contains [c.name, m] if {
 }
 
 line_modes contains [c.name, m] if {
-	some c in input.shell.commands
-	c.name != "chmod"
+	some ix in mode_setters
+	c := input.shell.commands[ix]
 	some i, a in c.args
-	a in {"-m", "--mode"}
+	mode_option(a)
 	m := c.args[i + 1]
 }
 
-line_modes contains [c.name, substring(a, 7, -1)] if {
-	some c in input.shell.commands
-	c.name != "chmod"
+line_modes contains [c.name, m] if {
+	some ix in mode_setters
+	c := input.shell.commands[ix]
 	some a in c.args
-	startswith(a, "--mode=")
+	startswith(a, "-")
+	some m in mode_joined(a)
 }
+
+# The commands of the line that may set a mode with -m or --mode, by
+# index: the mode_commands other than chmod (whose every argument is
+# read), and those whose name is computed at run time.
+mode_setters contains ix if {
+	some ix in input.shell.list_commands.mode_commands
+	input.shell.commands[ix].name != "chmod"
+}
+
+mode_setters contains ix if {
+	some name, ixs in input.shell.name_commands
+	computed_name(name)
+	some ix in ixs
+}
+
+# An option whose value, the next argument, is a mode.
+mode_option(a) if a in {"-m", "--mode"}
+
+mode_option(a) if regex.match(`^-[A-Za-z]+m$`, a)
+
+# The mode an argument carries itself: --mode=MODE, -mMODE, -DmMODE.
+mode_joined(a) := [substring(a, 7, -1)] if startswith(a, "--mode=")
+
+else := [m[1] | some m in regex.find_all_string_submatch_n(`^-[A-Za-z]*?m(.+)$`, a, 1)] if not startswith(a, "--")
 
 setuid_mode(m) if regex.match(`^0*[4-7][0-7]{3}$`, m)
 

@@ -104,9 +104,32 @@ test_setuid if {
 	denied_by(bash([c("mkdir", ["-m", "4755", "d"])]), "perm.setuid")
 	confirm_by(bash([c("ls", []), c("mkfifo", ["--mode=2755", "p"])]), "perm.setgid")
 
-	# A mode is read from any command of a line that holds a mode command
-	# (tar --mode=4755 sets one; so may a name computed at run time).
+	# tar's --mode sets the mode of what it archives; ginstall is install.
 	denied_by(bash([c("chmod", ["644", "z"]), c("tar", ["--mode=4755", "-cf", "a.tar", "sh"])]), "perm.setuid")
+	denied_by(bash([c("tar", ["--mode=4755", "-cf", "a.tar", "sh"])]), "perm.setuid")
+	denied_by(bash([c("ginstall", ["-m", "4755", "x", "bin/x"])]), "perm.setuid")
+	allowed(bash([c("tar", ["-xmf", "a.tar"])]))
+}
+
+# A mode joined to -m, or to a cluster of flags before it, is a mode.
+test_setuid_joined_modes if {
+	denied_by(bash([c("mkdir", ["-m4755", "d"])]), "perm.setuid")
+	denied_by(bash([c("install", ["-Dm4755", "x", "bin/x"])]), "perm.setuid")
+	denied_by(bash([c("install", ["-Dm", "4755", "x", "bin/x"])]), "perm.setuid")
+	denied_by(bash([c("install", ["--mode", "4755", "x", "bin/x"])]), "perm.setuid")
+	denied_by(bash([c("mkdir", ["--mode=u+s", "d"])]), "perm.setuid")
+	confirm_by(bash([c("mkdir", ["-pm2775", "shared"])]), "perm.setgid")
+	allowed(bash([c("install", ["-Dm755", "x", "bin/x"])]))
+	allowed(bash([c("install", ["-Dm", "0644", "x", "bin/x"])]))
+	allowed(bash([c("mkdir", ["-pm755", "d"])]))
+}
+
+# Only a program that sets modes has its -m read as one (git's is a
+# message), and a name computed at run time, which may be any program.
+test_setuid_other_programs_m if {
+	allowed(bash([c("chmod", ["u+x", "x"]), c("git", ["commit", "-m", "4755"])]))
+	allowed(bash([c("git", ["commit", "-m4755"])]))
+	denied_by(bash([c("chmod", ["644", "z"]), object.union(c("$x", ["-m", "4755", "f"]), {"dynamic": true})]), "perm.setuid")
 }
 
 # ---- SysRq ----
@@ -115,6 +138,11 @@ test_sysrq if {
 	denied_by(bash([redir(c("echo", ["b"]), ">", "/proc/sysrq-trigger")]), "system.sysrq")
 	denied_by(bash([c("tee", ["/proc/sys/kernel/sysrq"])]), "system.sysrq")
 	denied_by(bash([c("sysctl", ["-w", "kernel.sysrq=1"])]), "system.sysrq")
+	denied_by(bash([c("dd", ["if=x", "of=/proc/sysrq-trigger"])]), "system.sysrq")
+
+	# dd's of= as the engine resolves it, in the command's paths.
+	denied_by(bash([object.union(c("dd", ["if=x", "of=sysrq-trigger"]), {"cwd": "/proc", "paths": ["if=/proc/x", "of=/proc/sysrq-trigger"]})]), "system.sysrq")
+	allowed(bash([object.union(c("dd", ["if=x", "of=sysrq-trigger"]), {"cwd": "/tmp", "paths": ["if=/tmp/x", "of=/tmp/sysrq-trigger"]})]))
 	allowed(bash([c("cat", ["/proc/sys/kernel/sysrq"])]))
 	allowed(bash([c("sysctl", ["kernel.sysrq"])]))
 }
