@@ -588,7 +588,14 @@ func (e *Engine) Bundle() *Bundle {
 func (e *Engine) Name() string { return "opa " + e.Bundle().Revision }
 
 // Decide evaluates the decision for in. It never returns an allow on error.
-func (e *Engine) Decide(ctx context.Context, in Input) (d Decision, err error) {
+// It grows the caller's stack first, when it is small (stack.go).
+func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
+	growStack()
+	return e.decide(ctx, in)
+}
+
+// decide is Decide without growing the stack first.
+func (e *Engine) decide(ctx context.Context, in Input) (d Decision, err error) {
 	// No input may take the engine down. A panic is a bug (the fuzz tests
 	// look for them); should one remain, the input is denied and the
 	// caller gets an error that says so, with the stack.
