@@ -9,7 +9,7 @@ import (
 func BenchmarkAnalyse(b *testing.B) {
 	for _, lang := range []string{"python", "javascript", "sql", "perl"} {
 		var inputs []Input
-		for _, c := range codeCorpus {
+		for _, c := range loadCodeCorpus(b) {
 			if codeLanguage(c.program) == lang || lang == "sql" && sqlDialect(c.program) != "" ||
 				lang == "perl" && c.program == "bash" {
 				inputs = append(inputs, Input{Action: "input", Program: c.program, Text: c.text})

@@ -11,7 +11,7 @@ import (
 // codeSeeds are the corpus's inputs typed into programs of a language, and
 // the code its one-liners carry.
 func codeSeeds(f *testing.F, lang string, extra ...string) {
-	for _, c := range codeCorpus {
+	for _, c := range loadCodeCorpus(f) {
 		switch {
 		case codeLanguage(c.program) == lang || lang == "sql" && sqlDialect(c.program) != "":
 			f.Add(c.text)

@@ -30,7 +30,7 @@ func TestDerivedCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	checked := 0
-	for _, c := range codeCorpus {
+	for _, c := range loadCodeCorpus(t) {
 		in := Input{Action: "input", Program: c.program, Text: c.text}
 		in.Prepare()
 		if in.Code == nil {

@@ -123,12 +123,12 @@ func med(ds []time.Duration) time.Duration {
 // benchInputs is BenchmarkDecideCorpus's inputs: the corpus, then the code
 // corpus typed into its programs.
 func benchInputs(t testing.TB) []Input {
-	cases := loadCorpus(t)
-	inputs := make([]Input, 0, len(cases)+len(codeCorpus))
+	cases, code := loadCorpus(t), loadCodeCorpus(t)
+	inputs := make([]Input, 0, len(cases)+len(code))
 	for _, c := range cases {
 		inputs = append(inputs, c.Input)
 	}
-	for _, c := range codeCorpus {
+	for _, c := range code {
 		inputs = append(inputs, Input{Action: "input", Program: c.program, Text: c.text})
 	}
 	return inputs

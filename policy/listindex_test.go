@@ -61,7 +61,7 @@ func TestListIndexMarks(t *testing.T) {
 		words = append(words, c.Text)
 		words = append(words, strings.Fields(c.Text)...)
 	}
-	for _, c := range codeCorpus {
+	for _, c := range loadCodeCorpus(t) {
 		words = append(words, c.text)
 	}
 	for _, w := range words {

@@ -166,7 +166,7 @@ var corpus = []struct {
 func TestCorpus(t *testing.T) {
 	e := defaultEngine(t)
 	ctx := context.Background()
-	for _, c := range append(corpus, codeCorpus...) {
+	for _, c := range append(corpus, loadCodeCorpus(t)...) {
 		d, err := e.Decide(ctx, Input{Action: "input", Program: c.program, Text: c.text})
 		if err != nil {
 			t.Errorf("%s %q: %v", c.program, c.text, err)
@@ -394,8 +394,9 @@ func TestParseShell(t *testing.T) {
 func BenchmarkDecide(b *testing.B) {
 	e := defaultEngine(b)
 	ctx := context.Background()
-	inputs := make([]Input, 0, len(corpus)+len(codeCorpus))
-	for _, c := range append(corpus, codeCorpus...) {
+	code := loadCodeCorpus(b)
+	inputs := make([]Input, 0, len(corpus)+len(code))
+	for _, c := range append(corpus, code...) {
 		inputs = append(inputs, Input{Action: "input", Program: c.program, Text: c.text})
 	}
 	// Steady state: one pass over the corpus first, so that compiling each
@@ -474,7 +475,7 @@ func TestInputValueMatchesJSON(t *testing.T) {
 	}, {
 		Action: "exec", Text: "true", Exec: &Exec{Argv: []string{"true"}},
 	}}
-	for _, c := range append(corpus, codeCorpus...) {
+	for _, c := range append(corpus, loadCodeCorpus(t)...) {
 		ins = append(ins, Input{Action: "input", Program: c.program, Text: c.text})
 	}
 	b0 := defaultEngine(t).Bundle()
