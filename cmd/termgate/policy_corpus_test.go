@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/termgate/termgate/policy"
 )
 
 // TestPolicyEvalJSONLOverTheCorpus: policy eval --jsonl reads the policy
-// corpus (one input document per line, with its expectation beside it)
-// in one process, decides every line and never stops; and the decisions
-// are those the engine gives the same documents directly.
+// corpus and the code corpus (one input document per line, with its
+// expectation beside it) in one process, decides every line and never
+// stops; and the decisions are those the engine gives the same documents
+// directly.
 func TestPolicyEvalJSONLOverTheCorpus(t *testing.T) {
 	paths, err := filepath.Glob("../../policy/testdata/corpus/*.jsonl")
 	if err != nil || len(paths) == 0 {
@@ -19,7 +23,7 @@ func TestPolicyEvalJSONLOverTheCorpus(t *testing.T) {
 	}
 	var all strings.Builder
 	lines := 0
-	for _, p := range paths {
+	for _, p := range append(paths, "../../policy/testdata/code.jsonl") {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -31,9 +35,20 @@ func TestPolicyEvalJSONLOverTheCorpus(t *testing.T) {
 	if code != 0 || len(got) != lines {
 		t.Fatalf("exit %d, %d decisions for %d documents", code, len(got), lines)
 	}
+	e := embeddedEngine(t)
+	docs := strings.Split(strings.TrimSuffix(all.String(), "\n"), "\n")
 	for i, g := range got {
 		if strings.HasPrefix(g, "error") {
 			t.Errorf("document %d: %s", i+1, g)
+			continue
+		}
+		var in policy.Input
+		if err := json.Unmarshal([]byte(docs[i]), &in); err != nil {
+			t.Fatalf("document %d: %v", i+1, err)
+		}
+		d, err := e.Decide(context.Background(), in)
+		if want := d.Action + " " + d.Rule; err != nil || g != want {
+			t.Errorf("document %d (%.80s): policy eval says %s, the engine %s (%v)", i+1, docs[i], g, want, err)
 		}
 	}
 }
