@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"strings"
@@ -165,7 +166,11 @@ func ratio(a, b int) string {
 // thread (cpu-median-µs, cpu-p99-µs: the goroutine is locked to one
 // thread, whose clock leaves out the time a decision waited for a core
 // while other work loads the machine; a garbage collection's assists run
-// on it and count, its background marking does not).
+// on it and count, its background marking does not), and the collections
+// the run made per thousand decisions (gc-per-1k: the collector sets the
+// tail, and runs as often as this test's small heap makes it; the
+// server's own heap is measured by cmd/termgate's
+// BenchmarkGatewayDecideCorpus).
 func BenchmarkDecideCorpus(b *testing.B) {
 	e := defaultEngine(b)
 	ctx := context.Background()
@@ -179,6 +184,9 @@ func BenchmarkDecideCorpus(b *testing.B) {
 	defer runtime.UnlockOSThread()
 	d := make([]time.Duration, 0, b.N)
 	cpu := make([]time.Duration, 0, b.N)
+	gcs := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(gcs)
+	gc0 := gcs[0].Value.Uint64()
 	b.ResetTimer()
 	for i := range b.N {
 		t0, c0 := time.Now(), threadCPU(b)
@@ -189,6 +197,8 @@ func BenchmarkDecideCorpus(b *testing.B) {
 		d = append(d, time.Since(t0))
 	}
 	b.StopTimer()
+	metrics.Read(gcs)
+	b.ReportMetric(float64(gcs[0].Value.Uint64()-gc0)*1000/float64(b.N), "gc-per-1k")
 	for _, m := range []struct {
 		ds   []time.Duration
 		name string
