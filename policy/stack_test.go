@@ -14,14 +14,8 @@ import (
 // input by input. It reports each one's median and p99 wall time and the
 // ratio of the medians (Decide's over decide's).
 func BenchmarkDecideNewGoroutine(b *testing.B) {
-	e := defaultEngine(b)
+	e, inputs := warmEngine(b)
 	ctx := context.Background()
-	inputs := benchInputs(b)
-	for _, in := range inputs {
-		if _, err := e.Decide(ctx, in); err != nil {
-			b.Fatal(err)
-		}
-	}
 	ways := []func(context.Context, Input) (Decision, error){e.Decide, e.decide}
 	took := [2][]time.Duration{make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)}
 	done := make(chan time.Duration)

@@ -32,15 +32,7 @@ import (
 // the heap it paces against, which here is the server's.
 func BenchmarkGatewayDecideCorpus(b *testing.B) {
 	home := b.TempDir()
-	getenv := func(k string) string {
-		switch k {
-		case "HOME":
-			return home
-		case "XDG_STATE_HOME", "XDG_CONFIG_HOME":
-			return ""
-		}
-		return os.Getenv(k)
-	}
+	getenv := homeEnv(home)
 	cfg, rest, err := parseConfig("termgate-bench", nil, func(string) string { return "" }, io.Discard)
 	if err != nil || len(rest) > 0 {
 		b.Fatalf("config: %v (left %q)", err, rest)

@@ -60,15 +60,7 @@ type memOptions struct {
 func startMem(t *testing.T, o memOptions) *memServer {
 	t.Helper()
 	home := t.TempDir()
-	getenv := func(k string) string {
-		switch k {
-		case "HOME":
-			return home
-		case "XDG_STATE_HOME", "XDG_CONFIG_HOME":
-			return ""
-		}
-		return os.Getenv(k)
-	}
+	getenv := homeEnv(home)
 	cfg, rest, err := parseConfig("termgate-test", o.flags, func(string) string { return "" }, io.Discard)
 	if err != nil || len(rest) > 0 {
 		t.Fatalf("flags %q: %v (left %q)", o.flags, err, rest)
@@ -128,6 +120,21 @@ func startMem(t *testing.T, o memOptions) *memServer {
 		t.Fatalf("connecting: %v", err)
 	}
 	return m
+}
+
+// homeEnv is the environment a gateway built in this process reads: this
+// process's, with home as HOME and the XDG state and config directories
+// unset, so that its state (the audit key) lives under home.
+func homeEnv(home string) func(string) string {
+	return func(k string) string {
+		switch k {
+		case "HOME":
+			return home
+		case "XDG_STATE_HOME", "XDG_CONFIG_HOME":
+			return ""
+		}
+		return os.Getenv(k)
+	}
 }
 
 // brief shows a call's arguments in a failure message, cut short.
