@@ -258,41 +258,60 @@ finding contains {
 }
 
 # line_modes are the modes the line's commands set, each [command, mode]:
-# chmod's arguments, and the -m/--mode values of the other commands that
-# set a file's mode (mode_commands: install, mkdir, tar's --mode, …) and
-# of a command whose name is computed at run time: -m MODE, the mode
-# joined to it (-m4755) or to a cluster of flags before it (install
-# -Dm4755, -Dm 4755), --mode MODE and --mode=MODE. Another program's -m
-# is not a mode (git commit -m 4755). One set a decision for both rules
-# above, rather than a function each calls for every command.
+# chmod's (and gchmod's) arguments, and the -m/--mode values of the
+# commands that may set a mode with them: -m MODE, the mode joined to it
+# (-m4755, -m=4755) or to a cluster of flags before it (install -Dm4755,
+# -Dm 4755), --mode MODE and --mode=MODE, and their abbreviations (--mo,
+# --mod). Those commands are the other mode_commands and those whose name
+# is computed at run time: another program's -m is not a mode (git commit
+# -m 4755), nor is tar's (--touch). But when one of them takes arguments
+# supplied as it runs ("$@", a substitution, xargs), the mode may come
+# from any command of the line (set -- -m 4755 x; install "$@", echo -m
+# 4755 x | xargs install, f(){ install "$@"; }; f -m 4755 x), and every
+# command's -m is read. One set a decision for both rules above, rather
+# than a function each calls for every command.
 line_modes contains [c.name, m] if {
-	some ix in input.shell.name_commands.chmod
+	some name in {"chmod", "gchmod"}
+	some ix in input.shell.name_commands[name]
 	c := input.shell.commands[ix]
 	some m in c.args
 }
 
 line_modes contains [c.name, m] if {
-	some ix in mode_setters
+	some ix in mode_readers
 	c := input.shell.commands[ix]
 	some i, a in c.args
-	mode_option(a)
+	mode_option(c.name, a)
 	m := c.args[i + 1]
 }
 
 line_modes contains [c.name, m] if {
-	some ix in mode_setters
+	some ix in mode_readers
 	c := input.shell.commands[ix]
 	some a in c.args
 	startswith(a, "-")
-	some m in mode_joined(a)
+	some m in mode_joined(c.name, a)
 }
 
-# The commands of the line that may set a mode with -m or --mode, by
-# index: the mode_commands other than chmod (whose every argument is
-# read), and those whose name is computed at run time.
+# The commands whose -m and --mode are read, by index: the mode setters,
+# and every command of the line when a mode setter takes arguments
+# supplied as it runs.
+mode_readers contains ix if {
+	some ix in mode_setters
+}
+
+mode_readers contains ix if {
+	some j in mode_setters
+	args_supplied(input.shell.commands[j])
+	some ix, _ in input.shell.commands
+}
+
+# The mode setters: the mode_commands other than chmod and gchmod (whose
+# every argument is read), and the commands whose name is computed at
+# run time.
 mode_setters contains ix if {
 	some ix in input.shell.list_commands.mode_commands
-	input.shell.commands[ix].name != "chmod"
+	not input.shell.commands[ix].name in {"chmod", "gchmod"}
 }
 
 mode_setters contains ix if {
@@ -301,24 +320,49 @@ mode_setters contains ix if {
 	some ix in ixs
 }
 
-# An option whose value, the next argument, is a mode.
-mode_option(a) if a in {"-m", "--mode"}
+# A command whose arguments are supplied as it runs: one holds a
+# parameter or a substitution, or xargs or parallel runs it.
+args_supplied(c) if {
+	some a in c.args
+	contains(a, "$")
+}
 
-mode_option(a) if regex.match(`^-[A-Za-z]+m$`, a)
+args_supplied(c) if {
+	some a in c.args
+	contains(a, "`")
+}
 
-# The mode an argument carries itself: --mode=MODE, -mMODE, -DmMODE.
-mode_joined(a) := [substring(a, 7, -1)] if startswith(a, "--mode=")
+args_supplied(c) if {
+	some w in c.wrappers
+	w in {"xargs", "parallel"}
+}
 
-else := [m[1] | some m in regex.find_all_string_submatch_n(`^-[A-Za-z]*?m(.+)$`, a, 1)] if not startswith(a, "--")
+# An option of the command named name whose value, the next argument, is
+# a mode: --mode and its abbreviations; -m, alone or ending a cluster of
+# flags, except tar's, which is --touch.
+mode_option(_, a) if a in {"--m", "--mo", "--mod", "--mode"}
 
-setuid_mode(m) if regex.match(`^0*[4-7][0-7]{3}$`, m)
+mode_option(name, a) if {
+	not name in {"tar", "gtar", "bsdtar"}
+	regex.match(`^-[A-Za-z]*m$`, a)
+}
+
+# The mode an argument carries itself: --mode=MODE (or --mo=MODE, …),
+# -mMODE, -m=MODE (the value is =MODE), -DmMODE.
+mode_joined(name, a) := [m[1] | some m in regex.find_all_string_submatch_n(`^--m(?:o(?:de?)?)?=(.*)$`, a, 1)] if startswith(a, "--")
+
+else := [m[1] | some m in regex.find_all_string_submatch_n(`^-[A-Za-z]*?m(.+)$`, a, 1)] if not name in {"bsdtar", "gtar", "tar"}
+
+# A mode that sets the setuid bit: octal, alone or after = or + (chmod
+# =4755, +4000, install -m=4755), or symbolic (u+s).
+setuid_mode(m) if regex.match(`^[+=]?0*[4-7][0-7]{3}$`, m)
 
 setuid_mode(m) if {
 	some part in split(m, ",")
 	regex.match(`^[ua]*[+=][rwxXt]*s`, part)
 }
 
-setgid_mode(m) if regex.match(`^0*[23][0-7]{3}$`, m)
+setgid_mode(m) if regex.match(`^[+=]?0*[23][0-7]{3}$`, m)
 
 setgid_mode(m) if {
 	some part in split(m, ",")

@@ -125,11 +125,42 @@ test_setuid_joined_modes if {
 }
 
 # Only a program that sets modes has its -m read as one (git's is a
-# message), and a name computed at run time, which may be any program.
+# message, tar's is --touch), and a name computed at run time, which may
+# be any program.
 test_setuid_other_programs_m if {
 	allowed(bash([c("chmod", ["u+x", "x"]), c("git", ["commit", "-m", "4755"])]))
 	allowed(bash([c("git", ["commit", "-m4755"])]))
+	allowed(bash([c("tar", ["-xm", "4755"])]))
+	allowed(bash([c("tar", ["-xvm", "4755", "-f", "a.tar"])]))
 	denied_by(bash([c("chmod", ["644", "z"]), object.union(c("$x", ["-m", "4755", "f"]), {"dynamic": true})]), "perm.setuid")
+	denied_by(bash([c("mkdir", ["x"]), c("gmkdir", ["-m", "4755", "d"])]), "perm.setuid")
+	denied_by(bash([c("gchmod", ["4755", "x"])]), "perm.setuid")
+}
+
+# A mode setter whose arguments are supplied as it runs may get its mode
+# from any command of the line: every command's -m is read.
+test_setuid_forwarded_modes if {
+	denied_by(bash([c("set", ["--", "-m", "4755", "sh", "/tmp/sh"]), c("install", ["$@"])]), "perm.setuid")
+	denied_by(bash([c("echo", ["-m", "4755"]), c("install", ["$(echo -m 4755)", "sh", "/tmp/sh"])]), "perm.setuid")
+	denied_by(bash([c("echo", ["-m", "4755", "sh", "/tmp/sh"]), c("xargs", ["install"]), object.union(c("install", []), {"wrappers": ["xargs"]})]), "perm.setuid")
+	denied_by(bash([c("install", ["$@"]), c("git", ["-m", "4755", "sh", "x"])]), "perm.setuid")
+	denied_by(bash([c("sh", ["-c", "mkdir \"$@\"", "_", "--mode=4755", "d"]), c("mkdir", ["$@"])]), "perm.setuid")
+
+	# Without a supplied argument, another program's -m stays a message.
+	allowed(bash([c("install", ["-m", "755", "a", "b"]), c("git", ["commit", "-m", "4755"])]))
+}
+
+# --mode's abbreviations, and a mode after = or +, are modes too.
+test_setuid_mode_spellings if {
+	denied_by(bash([c("install", ["--mod=4755", "a", "b"])]), "perm.setuid")
+	denied_by(bash([c("install", ["--m", "4755", "a", "b"])]), "perm.setuid")
+	confirm_by(bash([c("mkdir", ["--mo=2755", "d"])]), "perm.setgid")
+	denied_by(bash([c("mkdir", ["-m=4755", "d"])]), "perm.setuid")
+	denied_by(bash([c("chmod", ["=4755", "x"])]), "perm.setuid")
+	denied_by(bash([c("chmod", ["+4000", "x"])]), "perm.setuid")
+	confirm_by(bash([c("mkdir", ["-m", "+2000", "d"])]), "perm.setgid")
+	allowed(bash([c("chmod", ["--", "-4000", "x"])]))
+	allowed(bash([c("chmod", ["+4", "x"])]))
 }
 
 # ---- SysRq ----

@@ -25,10 +25,12 @@ type Gateway struct {
 // homeRel writes p, an absolute path, as ~/… when it is home or lies
 // under it; any other path is itself.
 func homeRel(p, home string) string {
-	if home == "" || home == "/" || !strings.HasPrefix(p, "/") {
+	if home == "" || !strings.HasPrefix(p, "/") {
 		return p
 	}
-	home = path.Clean(home)
+	if home = path.Clean(home); home == "/" {
+		return p
+	}
 	if p == home {
 		return "~"
 	}
@@ -97,7 +99,7 @@ func resolveOperand(cwd, p, home string) string {
 // through the home directory ~ stands for: "" when home is unknown or p
 // does not climb out of ~.
 func beyondHome(cwd, p, home string) string {
-	if home == "" || !strings.HasPrefix(home, "/") {
+	if p == "" || home == "" || !strings.HasPrefix(home, "/") {
 		return ""
 	}
 	rest, ok := "", false

@@ -140,11 +140,15 @@ func TestResolvePath(t *testing.T) {
 	if got := homeRel("/home/devx", "/home/dev"); got != "/home/devx" {
 		t.Errorf("homeRel: %q", got)
 	}
+	if got := homeRel("/", "//"); got != "/" {
+		t.Errorf("homeRel(/, //): %q", got)
+	}
 	for _, tc := range []struct{ cwd, p, home, want string }{
 		{"/w", "~/../../proc/x", "/home/dev", "/proc/x"}, {"~/a", "../../x", "/home/dev", "/home/x"},
 		{"~", "../dev/y", "/home/dev", "~/y"}, {"/w", "${HOME}/../..", "/home/dev", "/"},
 		{"/w", "~/../../proc/x", "", ""}, {"/w", "../x", "/home/dev", ""}, {"/w", "~root/../x", "/home/dev", ""},
 		{"/w", "$D/../x", "/home/dev", ""}, {"", "../x", "/home/dev", ""}, {"~/a", "../../x", "relative", ""},
+		{"~", "", "/home/dev", ""}, {"~/a", "", "/home/dev", ""},
 	} {
 		if got := beyondHome(tc.cwd, tc.p, tc.home); got != tc.want {
 			t.Errorf("beyondHome(%q, %q, %q) = %q, want %q", tc.cwd, tc.p, tc.home, got, tc.want)
@@ -179,6 +183,9 @@ func TestRelativeDeletesUseTheForegroundCwd(t *testing.T) {
 		{"/home/dev/a", "echo b > ../../../proc/sysrq-trigger", "deny"},
 		{"/tmp", "dd if=x of=$HOME/../../proc/sysrq-trigger", "deny"},
 		{"/tmp", "echo hi > ~/../dev/notes", "allow"},
+		// An empty operand is no path, not the directory it is run in.
+		{"/home/dev", `rm -rf ""`, "allow"},
+		{"/home/dev/project", `rm -r "" build`, "allow"},
 	} {
 		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: tc.line, Cwd: tc.cwd, Gateway: gw})
 		if err != nil || d.Action != tc.want {
