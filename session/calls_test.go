@@ -733,3 +733,44 @@ func TestSilentStartWaitsForAReader(t *testing.T) {
 	}
 	wantResult(t, send(t, s, "6*7"), "42", CompletionPrompt)
 }
+
+// TestPromptAfterQuietStart: a start that ended on a quiet screen before
+// a slow program printed its prompt leaves that prompt unreturned; the
+// next input is typed on it, and its result does not call the prompt
+// earlier output.
+func TestPromptAfterQuietStart(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	m := testManager(t, Limits{})
+	dir := t.TempDir()
+	s, err := m.Start(Spec{Argv: []string{"sh", "-c", "echo starting; while [ ! -e go ]; do sleep 0.01; done; exec python3 -q"},
+		Env: testEnv(t), Dir: dir, Rows: 24, Cols: 80, Mode: ModePTY})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.WaitStart(context.Background(), WaitOpts{Timeout: 20 * time.Second, Quiet: 50 * time.Millisecond})
+	if err != nil || r.Completion != CompletionQuiet {
+		t.Fatalf("WaitStart = %+v, %v; want it to end quiet, before the prompt", r, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s.mu.Lock()
+		line := s.screen.LineText()
+		s.mu.Unlock()
+		if strings.HasPrefix(line, ">>>") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no prompt: %q", line)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r = send(t, s, "1+1")
+	if r.Output != "2" || r.Earlier != 0 {
+		t.Fatalf("1+1: output %q, earlier %d; want 2, 0", r.Output, r.Earlier)
+	}
+}

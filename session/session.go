@@ -734,6 +734,23 @@ func callDeadline(o WaitOpts) time.Time {
 	return time.Now().Add(o.Timeout)
 }
 
+// beforePromptLocked is t, the output from the last read to the cursor,
+// without its last line when that is the cursor's line and the program's
+// prompt: the line this input is typed on, not earlier output. (A start
+// can end on a quiet screen before a slow program's prompt comes; the
+// prompt then follows.)
+func (s *Session) beforePromptLocked(t string) string {
+	if strings.HasSuffix(t, "\n") {
+		return strings.TrimRight(t, "\n")
+	}
+	i := strings.LastIndexByte(t, '\n') + 1
+	isPrompt := s.promptPrefix()
+	if last := strings.TrimRight(t[i:], " "); isPrompt(last) || isPrompt(last+" ") {
+		t = t[:i]
+	}
+	return strings.TrimRight(t, "\n")
+}
+
 // newPendingLocked makes the pending input of a call that is about to type.
 // Output no call has returned yet (an earlier command's, still running, or
 // printed after its call returned) is not this input's: it is kept for the
@@ -746,9 +763,11 @@ func (s *Session) newPendingLocked(op string) *pending {
 		p.alt, p.resume = true, s.screen.MainResumePos()
 	} else if s.readPos.Before(cur) && s.readPos.Line >= s.screen.FirstLine() {
 		if t, _ := s.screen.Text(s.readPos, cur); strings.TrimSpace(t) != "" {
-			t = strings.TrimRight(t, "\n")
-			s.backlog = appendBacklog(s.backlog, t)
-			p.earlier = strings.Count(t, "\n") + 1
+			t = s.beforePromptLocked(t)
+			if strings.TrimSpace(t) != "" {
+				s.backlog = appendBacklog(s.backlog, t)
+				p.earlier = strings.Count(t, "\n") + 1
+			}
 		}
 	}
 	if s.commandRunning() {
