@@ -97,28 +97,14 @@ func resolveOperand(cwd, p, home string) string {
 // beyondHome resolves a path that climbs out of ~ (~/../../proc/x, or
 // ../../x from a directory under ~), which resolvePath leaves unresolved,
 // through the home directory ~ stands for: "" when home is unknown or p
-// does not climb out of ~.
+// does not lie under ~ as written.
 func beyondHome(cwd, p, home string) string {
-	if p == "" || home == "" || !strings.HasPrefix(home, "/") {
+	if home == "" || !strings.HasPrefix(home, "/") {
 		return ""
 	}
-	rest, ok := "", false
-	for _, h := range []string{"~/", "$HOME/", "${HOME}/"} {
-		if rest, ok = strings.CutPrefix(p, h); ok {
-			break
-		}
-	}
+	rest, ok := underHome(cwd, p)
 	if !ok {
-		switch {
-		case strings.HasPrefix(p, "~") || strings.HasPrefix(p, "$") || strings.HasPrefix(p, "/"):
-			return ""
-		case cwd == "~":
-			rest = p
-		case strings.HasPrefix(cwd, "~/"):
-			rest = cwd[2:] + "/" + p
-		default:
-			return ""
-		}
+		return ""
 	}
 	return homeRel(path.Join(home, rest), home)
 }

@@ -1262,24 +1262,37 @@ func resolvePath(cwd, p string) string {
 	case strings.HasPrefix(p, "/"):
 		return path.Clean(p)
 	}
-	for _, home := range []string{"~", "$HOME", "${HOME}"} {
-		if p == home {
-			return "~"
-		}
-		if rest, ok := strings.CutPrefix(p, home+"/"); ok {
-			return homeJoin(rest)
-		}
+	if rest, ok := underHome(cwd, p); ok {
+		return homeJoin(rest)
 	}
 	if strings.HasPrefix(p, "~") || strings.HasPrefix(p, "$") || cwd == "" {
 		return "" // ~user, a variable, or relative to an unknown place
 	}
-	if cwd == "~" {
-		return homeJoin(p)
+	return path.Join(cwd, p)
+}
+
+// underHome is p written relative to ~, not cleaned, when p names a path
+// under ~ as written (~, ~/…, $HOME/…, ${HOME}/…) or is relative and cwd
+// is ~ or under it: ("", true) for ~ itself; false for any other path.
+func underHome(cwd, p string) (string, bool) {
+	for _, home := range []string{"~", "$HOME", "${HOME}"} {
+		if p == home {
+			return "", true
+		}
+		if rest, ok := strings.CutPrefix(p, home+"/"); ok {
+			return rest, true
+		}
+	}
+	switch {
+	case p == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "$"):
+		return "", false
+	case cwd == "~":
+		return p, true
 	}
 	if rest, ok := strings.CutPrefix(cwd, "~/"); ok {
-		return homeJoin(rest + "/" + p)
+		return rest + "/" + p, true
 	}
-	return path.Join(cwd, p)
+	return "", false
 }
 
 // homeJoin is ~/rest cleaned, or "" when rest climbs out of ~.
