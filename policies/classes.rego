@@ -271,7 +271,7 @@ finding contains {
 # command's -m is read. One set a decision for both rules above, rather
 # than a function each calls for every command.
 line_modes contains [c.name, m] if {
-	some name in {"chmod", "gchmod"}
+	some name in chmod_programs
 	some ix in input.shell.name_commands[name]
 	c := input.shell.commands[ix]
 	some m in c.args
@@ -293,6 +293,12 @@ line_modes contains [c.name, m] if {
 	some m in mode_joined(c.name, a)
 }
 
+# chmod's names, whose every argument is a mode, and the programs whose
+# -m is not a mode but --touch.
+chmod_programs := {"chmod", "gchmod"}
+
+touch_m_programs := {"tar", "gtar", "bsdtar"}
+
 # The commands whose -m and --mode are read, by index: the mode setters,
 # and every command of the line when a mode setter takes arguments
 # supplied as it runs.
@@ -311,7 +317,7 @@ mode_readers contains ix if {
 # run time.
 mode_setters contains ix if {
 	some ix in input.shell.list_commands.mode_commands
-	not input.shell.commands[ix].name in {"chmod", "gchmod"}
+	not input.shell.commands[ix].name in chmod_programs
 }
 
 mode_setters contains ix if {
@@ -343,7 +349,7 @@ args_supplied(c) if {
 mode_option(_, a) if a in {"--m", "--mo", "--mod", "--mode"}
 
 mode_option(name, a) if {
-	not name in {"tar", "gtar", "bsdtar"}
+	not name in touch_m_programs
 	regex.match(`^-[A-Za-z]*m$`, a)
 }
 
@@ -351,7 +357,7 @@ mode_option(name, a) if {
 # -mMODE, -m=MODE (the value is =MODE), -DmMODE.
 mode_joined(name, a) := [m[1] | some m in regex.find_all_string_submatch_n(`^--m(?:o(?:de?)?)?=(.*)$`, a, 1)] if startswith(a, "--")
 
-else := [m[1] | some m in regex.find_all_string_submatch_n(`^-[A-Za-z]*?m(.+)$`, a, 1)] if not name in {"bsdtar", "gtar", "tar"}
+else := [m[1] | some m in regex.find_all_string_submatch_n(`^-[A-Za-z]*?m(.+)$`, a, 1)] if not name in touch_m_programs
 
 # A mode that sets the setuid bit: octal, alone or after = or + (chmod
 # =4755, +4000, install -m=4755), or symbolic (u+s).
