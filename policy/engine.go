@@ -332,6 +332,7 @@ func (b *Bundle) index(sh *Shell, gw *Gateway) {
 	b.creds.derive(sh, slices.Contains(sh.WordsListed, "credential_substrings"))
 	b.paths.derive(sh)
 	sh.WriteTargets = b.writeTargets(sh)
+	sh.Modes = lineModes(sh)
 	// The lists that hold a file the line writes are words_listed too (dd
 	// of=/dev/sda writes /dev/sda, which no word of the line is): the rules
 	// on written files (sysrq_paths, raw_device_prefixes, …) are guarded by

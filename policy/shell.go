@@ -104,6 +104,10 @@ type Shell struct {
 	// write_target rules find them (see Bundle.writeTargets). Derived by
 	// the engine.
 	WriteTargets []string `json:"write_targets"`
+	// Modes are the modes the commands set, each [command name, mode], as
+	// the bundle's line_mode rules find them (see lineModes). Derived by
+	// the engine.
+	Modes [][2]string `json:"modes"`
 
 	data *shellData // the runners and options the analysis follows
 	cwd  string     // the directory the next command runs in; "" unknown

@@ -36,7 +36,7 @@ var keys = func() map[string]*ast.Term {
 		"dynamic_shell", "reverse_shell", "sql", "dialect", "statements", "classes", "verb", "object", "where",
 		"terminal", "reads_lines", "judged", "echo", "ahead", "readers",
 		"connect", "host", "port", "via", "address", "address_class", "resolved",
-		"credentials", "path_facts", "protected", "sensitive", "write_targets",
+		"credentials", "path_facts", "protected", "sensitive", "write_targets", "modes",
 	} {
 		m[k] = ast.StringTerm(k)
 	}
@@ -152,6 +152,22 @@ func (b *builder) strs(ss []string) *ast.Term {
 	ts := make([]*ast.Term, len(ss))
 	for i, s := range ss {
 		ts[i] = b.str(s)
+	}
+	return b.term(ast.NewArray(ts...))
+}
+
+// pairs is an array of two-string arrays (the shell's modes); nil is
+// null, as encoding/json has it.
+func (b *builder) pairs(ps [][2]string) *ast.Term {
+	switch {
+	case ps == nil:
+		return ast.InternedNullTerm
+	case len(ps) == 0:
+		return ast.InternedEmptyArray
+	}
+	ts := make([]*ast.Term, len(ps))
+	for i, p := range ps {
+		ts[i] = b.term(ast.NewArray(b.str(p[0]), b.str(p[1])))
 	}
 	return b.term(ast.NewArray(ts...))
 }
@@ -336,6 +352,7 @@ func (b *builder) shell(sh *Shell) *ast.Term {
 	f.add("words_listed", b.strs(sh.WordsListed))
 	f.add("dynamic", boolean(sh.Dynamic))
 	f.add("write_targets", b.strs(sh.WriteTargets))
+	f.add("modes", b.pairs(sh.Modes))
 	f.add("list_commands", b.indexes(sh.ListCommands))
 	f.add("name_commands", b.indexes(sh.NameCommands))
 	if sh.ParseError != "" {
