@@ -58,6 +58,7 @@
 //	shell:     "hosts": ["169.254.169.254"], "gateway_refs": ["/var/log/termgate/audit.jsonl"]
 //	shell:     "path_facts": {"/usr": {"protected": true}, "~/.bashrc": {"sensitive": true}, "build": {}}
 //	shell:     "write_targets": ["/etc/passwd", "passwd"] // cd /etc && echo x >> passwd
+//	shell:     "modes": [["install", "4755"]]        // install -m4755 sh bin/sh
 //	shell:     "list_commands": {"delete_commands": [1]}, "name_commands": {"cd": [0], "rm": [1]} // cd /; rm -rf usr
 //
 // The shell's list_commands give, for each list of its listed, the
@@ -87,8 +88,10 @@
 // engine derives them from protected_paths and sensitive_write_globs with
 // OPA's own glob library (pathIndex); absent when the bundle lacks either
 // list. The shell's write_targets are the files its commands write, found
-// by the same bodies as termgate.rego's write_target (Bundle.writeTargets);
-// the rules compute them for a document without them.
+// by the same bodies as termgate.rego's write_target (Bundle.writeTargets),
+// and its modes the [command, mode] pairs its commands set, found by the
+// same bodies as classes.rego's line_mode (lineModes); the rules compute
+// both for a document without them.
 //
 // program is the program that reads the input, identified by its
 // executable (/proc/PID/exe), not by the name it gives itself, and behind
