@@ -435,6 +435,20 @@ func (w *walker) stmt(st *syntax.Stmt) {
 	}
 }
 
+// stmtCall is the simple command a statement runs, if it is one.
+func stmtCall(st *syntax.Stmt) (*syntax.CallExpr, bool) {
+	if st == nil {
+		return nil, false
+	}
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	return call, ok && call != nil
+}
+
+// litWord is a word of one literal part.
+func litWord(s string) *syntax.Word {
+	return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: s}}}
+}
+
 // command walks a command other than a simple one or a declaration.
 func (w *walker) command(cmd syntax.Command) {
 	switch c := cmd.(type) {
@@ -521,8 +535,19 @@ func (w *walker) command(cmd syntax.Command) {
 			}
 		}
 	case *syntax.TimeClause:
-		if c != nil {
-			w.stmt(c.Stmt)
+		if c == nil {
+			break
+		}
+		w.stmt(c.Stmt)
+		// time -o FILE CMD…: bash's keyword runs a command named -o,
+		// but where time is not a keyword (dash, a POSIX sh) the time
+		// program runs, and runs CMD. Both readings are judged.
+		if call, ok := stmtCall(c.Stmt); ok && len(call.Args) > 0 && strings.HasPrefix(call.Args[0].Lit(), "-") {
+			words := []*syntax.Word{litWord("time")}
+			if c.PosixFormat {
+				words = append(words, litWord("-p"))
+			}
+			w.call(call.Assigns, append(words, call.Args...), c.Stmt.Redirs)
 		}
 	case *syntax.CoprocClause:
 		if c != nil {
@@ -1398,6 +1423,10 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 		return Command{}, false, nil
 	case "env":
 		return unwrapEnv(c, sh, depth)
+	case "capsh":
+		return unwrapCapsh(c)
+	case "runcon":
+		return unwrapRuncon(c)
 	}
 	r, isRunner := sh.rt().runners[c.Name]
 	if !isRunner {
@@ -1411,6 +1440,9 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 		i = skipOptions(args, i+1, r.options)
 	}
 	i += r.skip
+	if j := slices.Index(args, "--"); r.dashdash && j >= 0 {
+		i = j + 1
+	}
 	if i >= len(args) {
 		return Command{}, false, nil
 	}
@@ -1422,8 +1454,9 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 
 // skipOptions returns the index of the first argument from i on that is
 // not an option (or the one after "--"); takesValue names the options
-// whose value is the next argument (or follows "=").
-func skipOptions(args []string, i int, takesValue map[string]bool) int {
+// whose values are the next arguments, and how many (the first may
+// follow "=" instead).
+func skipOptions(args []string, i int, takesValue map[string]int) int {
 	for i < len(args) {
 		a := args[i]
 		if a == "--" {
@@ -1432,17 +1465,50 @@ func skipOptions(args []string, i int, takesValue map[string]bool) int {
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			return i
 		}
-		if name, _, hasEq := strings.Cut(a, "="); hasEq && takesValue[name] {
-			i++
+		if name, _, hasEq := strings.Cut(a, "="); hasEq && takesValue[name] > 0 {
+			i += takesValue[name]
 			continue
 		}
-		if takesValue[a] {
-			i += 2
-			continue
-		}
-		i++
+		i += 1 + takesValue[a]
 	}
 	return i
+}
+
+// unwrapCapsh follows capsh [--OPTION=VALUE]… -- ARGS: capsh runs its
+// shell (bash, or --shell=PATH) with the arguments after "--" (capsh
+// --drop=cap_sys_admin -- -c 'rm -rf ~'). Without "--" it runs nothing.
+func unwrapCapsh(c Command) (Command, bool, []Command) {
+	shell := "bash"
+	for i, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--shell="); ok {
+			shell = v
+		}
+		if a == "--" {
+			name, p := path.Base(shell), ""
+			if strings.Contains(shell, "/") {
+				p = shell
+			}
+			return Command{Name: name, Path: p, Args: c.Args[i+1:], Dynamic: c.Dynamic}, true, nil
+		}
+	}
+	return Command{}, false, nil
+}
+
+var runconOpts = map[string]int{"-u": 1, "-r": 1, "-t": 1, "-l": 1, "--user": 1, "--role": 1, "--type": 1, "--range": 1}
+
+// unwrapRuncon follows runcon CONTEXT CMD… and runcon [-c] [-u USER] [-r
+// ROLE] [-t TYPE] [-l RANGE] CMD…: the context is there when no part of
+// one is given as an option.
+func unwrapRuncon(c Command) (Command, bool, []Command) {
+	args := c.Args
+	i := skipOptions(args, 0, runconOpts)
+	if !slices.ContainsFunc(args[:i], func(a string) bool { return a != "--" && a != "-c" && a != "--compute" }) {
+		i++
+	}
+	if i >= len(args) {
+		return Command{}, false, nil
+	}
+	return Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic}, true, nil
 }
 
 var envOpts = map[string]bool{"-u": true, "-C": true, "--unset": true, "--chdir": true}

@@ -340,12 +340,59 @@ func TestEveryRunnerRunsItsCommand(t *testing.T) {
 	}
 }
 
+// TestEveryRunnerOptionTakesItsValues: each option of each runner that
+// takes values is followed by as many ("-o V1 V2 rm -rf ~" is not "V2
+// rm -rf ~" run), given as "--opt=V1" too; and a dashdash runner runs
+// what follows "--" whatever comes before it.
+func TestEveryRunnerOptionTakesItsValues(t *testing.T) {
+	d := defaultShellData()
+	e := defaultEngine(t)
+	checked := 0
+	for _, name := range d.runnerNames() {
+		r := d.runners[name]
+		head := []string{name}
+		if len(r.subcommands) > 0 {
+			head = append(head, r.subcommands[0])
+		}
+		tail := slices.Repeat([]string{"x"}, r.skip)
+		var lines []string
+		for o, n := range r.options {
+			// The values look like commands (rm), so a value taken as the
+			// command is a line judged on the wrong words: rm -rf rm … or
+			// an unknown program.
+			vals := slices.Repeat([]string{"rm"}, n)
+			lines = append(lines, strings.Join(slices.Concat(head, []string{o}, vals, tail), " ")+" rm -rf ~")
+			if strings.HasPrefix(o, "--") {
+				lines = append(lines, strings.Join(slices.Concat(head, []string{o + "=rm"}, vals[1:], tail), " ")+" rm -rf ~")
+			}
+		}
+		if r.dashdash {
+			lines = append(lines, strings.Join(slices.Concat(head, []string{"a", "b", "--"}), " ")+" rm -rf ~")
+		}
+		for _, line := range lines {
+			if r.line {
+				line = strings.TrimSuffix(line, " rm -rf ~") + " 'rm -rf ~'"
+			}
+			dec, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line})
+			if err != nil || dec.Action != "deny" || dec.Rule != "fs.rm_protected" || !strings.Contains(dec.Reason, "~") {
+				t.Errorf("%q: %s %s %q, %v", line, dec.Action, dec.Rule, dec.Reason, err)
+			}
+			checked++
+		}
+	}
+	if checked < 300 {
+		t.Errorf("only %d lines checked", checked)
+	}
+}
+
 // TestRunnerDataIsChecked: a bundle whose runner data is malformed is
 // refused, not half read.
 func TestRunnerDataIsChecked(t *testing.T) {
 	for _, bad := range []map[string]any{
 		{"termgate": map[string]any{"runners": map[string]any{"x": map[string]any{"skip": 99}}}},
 		{"termgate": map[string]any{"runners": map[string]any{"x": map[string]any{"bogus": true}}}},
+		{"termgate": map[string]any{"runners": map[string]any{"x": map[string]any{"arity": map[string]any{"--bind": 0}}}}},
+		{"termgate": map[string]any{"runners": map[string]any{"x": map[string]any{"arity": map[string]any{"--bind": "2"}}}}},
 		{"termgate": map[string]any{"runners": []any{"x"}}},
 		{"termgate": map[string]any{"command_options": map[string]any{"tar": "x"}}},
 	} {

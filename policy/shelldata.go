@@ -20,16 +20,20 @@ import (
 //	  "timeout": {"options": ["-k", "-s", "--kill-after", "--signal"], "skip": 1},
 //	  "ssh":     {"options": ["-p", "-o", …], "skip": 1, "line": true},
 //	  "npm":     {"subcommands": ["exec", "x"], "options": ["-c", "--call", "-p", "--package"]},
-//	  "at":      {"stdin": true, "options": ["-f", "-q"]}
+//	  "at":      {"stdin": true, "options": ["-f", "-q"]},
+//	  "bwrap":   {"options": ["--chdir", …], "arity": {"--bind": 2, "--overlay": 3, …}}
 //	}
 //
 // A runner runs the command that follows its options (those named in
-// options take a value), the skip positional arguments after them (a
+// options take a value; those in arity the number of values it gives,
+// bwrap's --bind SRC DEST), the skip positional arguments after them (a
 // duration, a host, a lock file), and, for a runner with subcommands, one
 // of those words. With line, the command's words are joined and run as a
 // shell line (ssh HOST CMD…, watch CMD…). stdin: the runner reads the
 // commands it runs from its standard input (at, batch), so a pipe or a
-// here-document into it is code.
+// here-document into it is code. dashdash: the command follows the first
+// "--" when there is one, whatever comes before it (mise x node@20 --
+// CMD, aws-vault exec PROFILE -- CMD, distrobox-enter BOX -- CMD).
 //
 // data.termgate.command_options and data.termgate.write_options name, per
 // program, the options whose value is a command line the program runs, or
@@ -58,11 +62,12 @@ type shellData struct {
 }
 
 type runner struct {
-	options     map[string]bool
+	options     map[string]int // the options that take values, and how many
 	skip        int
 	subcommands []string
 	line        bool
 	stdin       bool
+	dashdash    bool
 }
 
 // optSpec is one option of command_options or write_options.
@@ -73,11 +78,13 @@ type optSpec struct {
 }
 
 type runnerDoc struct {
-	Options     []string `json:"options"`
-	Skip        int      `json:"skip"`
-	Subcommands []string `json:"subcommands"`
-	Line        bool     `json:"line"`
-	Stdin       bool     `json:"stdin"`
+	Options     []string       `json:"options"`
+	Arity       map[string]int `json:"arity"`
+	Skip        int            `json:"skip"`
+	Subcommands []string       `json:"subcommands"`
+	Line        bool           `json:"line"`
+	Stdin       bool           `json:"stdin"`
+	Dashdash    bool           `json:"dashdash"`
 }
 
 // newShellData reads the shell analysis's data from a bundle's data. A
@@ -95,9 +102,15 @@ func newShellData(data map[string]any) (*shellData, error) {
 			if doc.Skip < 0 || doc.Skip > 8 {
 				return nil, fmt.Errorf("data.termgate.runners.%s: skip %d is out of 0..8", name, doc.Skip)
 			}
-			r := runner{options: map[string]bool{}, skip: doc.Skip, subcommands: doc.Subcommands, line: doc.Line, stdin: doc.Stdin}
+			r := runner{options: map[string]int{}, skip: doc.Skip, subcommands: doc.Subcommands, line: doc.Line, stdin: doc.Stdin, dashdash: doc.Dashdash}
 			for _, o := range doc.Options {
-				r.options[o] = true
+				r.options[o] = 1
+			}
+			for o, n := range doc.Arity {
+				if n < 1 || n > 4 {
+					return nil, fmt.Errorf("data.termgate.runners.%s: arity of %s %d is out of 1..4", name, o, n)
+				}
+				r.options[o] = n
 			}
 			d.runners[name] = r
 		}
