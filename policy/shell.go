@@ -1258,8 +1258,9 @@ func finish(c Command, sh *Shell, depth int) []Command {
 }
 
 // chdir is the directory cd (or pushd) leaves the shell in, as far as the
-// line tells: "~" for the home directory, "" when unknown (cd -, a
-// directory computed at run time, a relative one from an unknown place).
+// line tells: "~" for the home directory, ~/../.. for one above it, ""
+// when unknown (cd -, a directory computed at run time, a relative one
+// from an unknown place).
 func chdir(cwd string, c Command) string {
 	if c.Dynamic {
 		return ""
@@ -1278,7 +1279,17 @@ func chdir(cwd string, c Command) string {
 	case "-":
 		return ""
 	}
-	return resolvePath(cwd, dir)
+	if r := resolvePath(cwd, dir); r != "" {
+		return r
+	}
+	// A directory that climbs out of ~ (cd ~/../.., cd ../.. from ~/p)
+	// stays written from ~, cleaned as far as it goes (~/../..): the
+	// paths relative to it resolve through the home directory the
+	// gateway gives (beyondHome), and stay unresolved without one.
+	if rest, ok := underHome(cwd, dir); ok {
+		return "~/" + path.Clean(rest)
+	}
+	return ""
 }
 
 // resolvePath resolves p against the directory cwd lexically: an

@@ -102,7 +102,9 @@ func TestCwdOfEachCommand(t *testing.T) {
 		{"/work", "rm -rf x", "rm", "/work"},
 		{"/work", "cd ..; rm -rf x", "rm", "/"},
 		{"/work", "cd; rm -rf x", "rm", "~"},
-		{"~/p", "cd ../..; rm -rf x", "rm", ""},
+		{"~/p", "cd ../..; rm -rf x", "rm", "~/.."}, // resolved through the gateway's home, when it gives one
+		{"~/p", "cd ~/../../etc/..; rm -rf x", "rm", "~/../.."},
+		{"", "cd ../..; rm -rf x", "rm", ""},
 		{"/work", "(cd /); rm -rf x", "rm", "/work"},
 		{"/work", "x=$(cd /etc); rm -rf x", "rm", "/work"},
 		{"/work", "cd / | true; rm -rf x", "rm", "/work"},
@@ -183,6 +185,14 @@ func TestRelativeDeletesUseTheForegroundCwd(t *testing.T) {
 		{"/home/dev/a", "echo b > ../../../proc/sysrq-trigger", "deny"},
 		{"/tmp", "dd if=x of=$HOME/../../proc/sysrq-trigger", "deny"},
 		{"/tmp", "echo hi > ~/../dev/notes", "allow"},
+		// So is a directory cd climbs out of ~ to, and the paths
+		// relative to it.
+		{"/home/dev/project", "cd ~/../..; rm -rf etc", "deny"},
+		{"/tmp", "cd ~/../../; cd etc; echo x > passwd", "deny"},
+		{"/home/dev/project", "cd ../../..; dd if=/dev/zero of=dev/sda", "deny"},
+		{"/home/dev/project", "cd ~/..; rm -rf dev", "deny"},
+		{"/home/dev/project", "cd ..; cd ..; rm -rf etc", "allow"}, // /home/etc
+		{"/home/dev/project", "cd ~/../..; rm -rf tmp/x", "allow"},
 		// An empty operand is no path, not the directory it is run in.
 		{"/home/dev", `rm -rf ""`, "allow"},
 		{"/home/dev/project", `rm -r "" build`, "allow"},
