@@ -60,7 +60,12 @@ sh_words(cmds) := object.union(
 
 # words are a command's arguments, redirections' operators and targets,
 # and assigned names.
-words(x) := array.concat(array.concat(x.args, [w | some r in x.redirects; some w in [r.op, r.target]]), x.assigns)
+# (with the resolved paths of its operands and redirections, as the
+# engine marks them too)
+words(x) := array.concat(
+	array.concat(array.concat(x.args, [w | some r in x.redirects; some w in [r.op, r.target]]), x.assigns),
+	array.concat(object.get(x, "paths", []), [r.path | some r in x.redirects; r.path]),
+)
 
 # holds: list k (entries l) holds s: a list named *_prefixes holds every
 # string that starts with one of its entries, one named *_substrings every

@@ -436,6 +436,34 @@ finding contains {
 	r.target in cfg.sensitive_read_paths
 }
 
+# The same files named relative to the directory the command runs in, or
+# in another spelling (cd /etc; cat shadow, cat /etc//shadow): the paths
+# the engine resolves.
+finding contains {
+	"rule": "file.secret_read",
+	"action": "confirm",
+	"severity": "high",
+	"reason": sprintf("reads %s", [p]),
+} if {
+	"sensitive_read_paths" in input.shell.words_listed
+	some c in input.shell.commands
+	not "listing_commands" in c.listed
+	some p in object.get(c, "paths", [])
+	p in cfg.sensitive_read_paths
+}
+
+finding contains {
+	"rule": "file.secret_read",
+	"action": "confirm",
+	"severity": "high",
+	"reason": sprintf("reads %s", [r.path]),
+} if {
+	"sensitive_read_paths" in input.shell.words_listed
+	some c in input.shell.commands
+	some r in c.redirects
+	r.path in cfg.sensitive_read_paths
+}
+
 # ---- network ----
 
 finding contains {
