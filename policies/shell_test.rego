@@ -271,6 +271,17 @@ test_path_facts_are_read if {
 	denied_by(with_facts(bash([c("rm", ["-rf", "/"])]), {"/x": {"protected": true}}), "fs.rm_protected")
 }
 
+# tee, the file commands and sed -i write their operands as written and
+# as resolved (cd /etc/sudoers.d; tee x writes /etc/sudoers.d/x).
+test_written_operands_resolved if {
+	in_dir := {"cwd": "/etc/sudoers.d", "paths": ["/etc/sudoers.d/x"]}
+	data.termgate.write_targets == {"x", "/etc/sudoers.d/x"} with input as bash([object.union(c("tee", ["x"]), in_dir)])
+	data.termgate.write_targets == {"x", "/etc/sudoers.d/x"} with input as bash([object.union(c("touch", ["x"]), in_dir)])
+	sed := object.union(c("sed", ["-i", "s/a/b/", "passwd"]), {"cwd": "/etc", "paths": ["/etc/s/a/b", "/etc/passwd"]})
+	data.termgate.write_targets == {"passwd", "/etc/passwd"} with input as bash([sed])
+	denied_by(bash([object.union(c("tee", ["sudoers"]), {"cwd": "/etc", "paths": ["/etc/sudoers"]})]), "file.sensitive_write")
+}
+
 # The engine's write targets are read where they exist; without them the
 # rules compute the same set.
 test_write_targets_are_read if {

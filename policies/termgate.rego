@@ -258,7 +258,7 @@ write_target contains t if {
 	"tee" in input.shell.names
 	some ix in input.shell.name_commands.tee
 	c := input.shell.commands[ix]
-	some t in c.operands
+	some t in array.concat(c.operands, object.get(c, "paths", []))
 }
 
 write_target contains t if {
@@ -274,7 +274,7 @@ write_target contains t if {
 	"file_commands" in input.shell.listed
 	some ix in input.shell.list_commands.file_commands
 	c := input.shell.commands[ix]
-	some t in c.operands
+	some t in array.concat(c.operands, object.get(c, "paths", []))
 }
 
 write_target contains t if {
@@ -285,10 +285,11 @@ write_target contains t if {
 	some t in in_place_files(c)
 }
 
-# The files of sed -i: the first operand is the script unless -e gives it.
-in_place_files(c) := c.operands if has_flag(c, "e", "--expression")
+# The files of sed -i, as written and resolved (its paths, one an
+# operand): the first operand is the script unless -e gives it.
+in_place_files(c) := array.concat(c.operands, object.get(c, "paths", [])) if has_flag(c, "e", "--expression")
 
-else := array.slice(c.operands, 1, count(c.operands))
+else := array.concat(array.slice(c.operands, 1, count(c.operands)), array.slice(object.get(c, "paths", []), 1, count(c.operands)))
 
 # dd's of=FILE, as written and as resolved against its working directory
 # (its paths: cd /dev; dd of=sda writes /dev/sda).

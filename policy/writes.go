@@ -9,10 +9,11 @@ import (
 // commands write, as termgate.rego's write_target bodies find them, from
 // the same commands and lists: each redirection whose operator is one of
 // write_redirects (its target, and its path when it has one); every
-// operand of tee and of the file_commands; the last operand of a
-// copy_command with two or more, as written and resolved; the files of an
-// in_place_editor run with -i or --in-place (its operands, less the first,
-// the script, unless -e or --expression gives it); what follows of= in
+// operand of tee and of the file_commands, as written and resolved; the
+// last operand of a copy_command with two or more, as written and
+// resolved; the files of an in_place_editor run with -i or --in-place
+// (its operands, less the first, the script, unless -e or --expression
+// gives it, as written and resolved); what follows of= in
 // dd's arguments, as written and resolved (its paths). Sorted, each once.
 //
 // Building the set in Rego took 30–40 µs of every line that writes (six
@@ -40,7 +41,7 @@ func (b *Bundle) writeTargets(sh *Shell) []string {
 			return slices.Contains(c.Flags, short) || slices.Contains(c.Flags, long)
 		}
 		if c.Name == "tee" || listed("file_commands") {
-			for _, o := range c.Operands {
+			for _, o := range slices.Concat(c.Operands, c.Paths) {
 				add(o)
 			}
 		}
@@ -49,11 +50,12 @@ func (b *Bundle) writeTargets(sh *Shell) []string {
 			add(c.Paths[n-1])
 		}
 		if listed("in_place_editors") && flag("i", "--in-place") {
-			files := c.Operands
+			files, paths := c.Operands, c.Paths
 			if !flag("e", "--expression") && len(files) > 0 {
 				files = files[1:]
+				paths = paths[min(1, len(paths)):]
 			}
-			for _, f := range files {
+			for _, f := range slices.Concat(files, paths) {
 				add(f)
 			}
 		}

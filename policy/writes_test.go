@@ -19,6 +19,8 @@ var writeLines = []string{
 	"sed -i s/a/b/ f g", "sed -i -e s/a/b/ f", "sed --in-place s/a/b/ f", "sed s/a/b/ f", "perl -i -pe s/a/b/ f",
 	"dd if=/dev/zero of=/dev/sda bs=1M", "dd of=é/x", "dd of=", `dd of=$'\xffé'`, "touch a b; truncate -s0 c; echo > d",
 	"rsync -a src/ dst/", "unzip -d ~/.ssh keys.zip", "wget -O /etc/x https://e/x", "echo x 2>&1 > log",
+	"cd /etc/sudoers.d; tee x", "cd /etc; touch cron.d/x", "cd /etc; sed -i s/a/b/ passwd", "cd /etc; sed -i -e s/a/b/ passwd",
+	"cd /etc; sed -i", "cd /; tee", "cd ~/../..; truncate -s0 etc/x",
 }
 
 func writeTargetsQuery(t testing.TB, e *Engine) rego.PreparedEvalQuery {
