@@ -353,6 +353,13 @@ test_raw_read if {
 	confirm_by(bash([redir(c("gzip", []), "<", "/dev/nvme0n1")]), "disk.raw_read")
 	allowed(bash([c("lsblk", ["/dev/sda"])]))
 	allowed(bash([c("dd", ["if=/dev/zero", "of=x", "count=1"])]))
+
+	# relative to the directory cd names: the engine's resolved paths
+	in_dev := {"cwd": "/dev"}
+	confirm_by(bash([object.union(c("dd", ["if=sda", "of=/tmp/x"]), object.union(in_dev, {"paths": ["if=/dev/sda", "of=/tmp/x"]}))]), "disk.raw_read")
+	confirm_by(bash([object.union(c("cat", ["sda"]), object.union(in_dev, {"paths": ["/dev/sda"]}))]), "disk.raw_read")
+	confirm_by(bash([object.union(c("gzip", []), object.union(in_dev, {"redirects": [{"op": "<", "target": "sda", "path": "/dev/sda"}]}))]), "disk.raw_read")
+	allowed(bash([object.union(c("ls", ["sda"]), object.union(in_dev, {"paths": ["/dev/sda"]}))]))
 }
 
 # ---- metadata hosts ----

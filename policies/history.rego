@@ -242,7 +242,7 @@ finding contains {
 	"dd" in input.shell.names
 	some ix in input.shell.name_commands.dd
 	c := input.shell.commands[ix]
-	some a in c.args
+	some a in array.concat(c.args, object.get(c, "paths", [])) # if= as written and resolved
 	startswith(a, "if=")
 	d := substring(a, 3, -1)
 	strings.any_prefix_match(d, cfg.raw_device_prefixes)
@@ -258,6 +258,9 @@ finding contains {
 	some c in input.shell.commands
 	not "listing_commands" in c.listed
 	not "data_commands" in c.listed
-	some d in array.concat(c.operands, [r.target | some r in c.redirects; r.op == "<"])
+	some d in array.concat(
+		array.concat(c.operands, object.get(c, "paths", [])), # as written and resolved (cd /dev; cat sda)
+		[t | some r in c.redirects; r.op == "<"; some t in [r.target, object.get(r, "path", r.target)]],
+	)
 	strings.any_prefix_match(d, cfg.raw_device_prefixes)
 }

@@ -109,10 +109,25 @@ func beyondHome(cwd, p, home string) string {
 	return homeRel(path.Join(home, rest), home)
 }
 
+// ddFile splits dd's of=FILE and if=FILE operands (the files it writes
+// and reads) into the key and the file.
+func ddFile(name, o string) (key, file string, ok bool) {
+	if name != "dd" {
+		return "", "", false
+	}
+	for _, k := range []string{"of=", "if="} {
+		if v, ok := strings.CutPrefix(o, k); ok {
+			return k, v, true
+		}
+	}
+	return "", "", false
+}
+
 // derivePaths fills each command's Paths and each redirection's Path, and
 // the shell's GatewayRefs. dd's operands are operand=value: the path of
 // of=FILE (the file dd writes) is of= and FILE resolved, which the rules
-// on written files read with the argument as written.
+// on written files read with the argument as written, and if=FILE's (the
+// file it reads) is if= and FILE resolved.
 func derivePaths(sh *Shell, gw *Gateway) {
 	home := ""
 	if gw != nil {
@@ -145,8 +160,8 @@ func derivePaths(sh *Shell, gw *Gateway) {
 		c.Paths = c.Operands // shared while every operand resolves to itself
 		for j, o := range c.Operands {
 			var p string
-			if v, ok := strings.CutPrefix(o, "of="); ok && c.Name == "dd" {
-				p = "of=" + resolveOperand(c.Cwd, v, home)
+			if k, v, ok := ddFile(c.Name, o); ok {
+				p = k + resolveOperand(c.Cwd, v, home)
 			} else {
 				p = resolveOperand(c.Cwd, o, home)
 			}
