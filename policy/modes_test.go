@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"context"
-	"reflect"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -34,28 +32,7 @@ func modesQuery(t testing.TB, e *Engine) rego.PreparedEvalQuery {
 // modes and the rules' own set differ.
 func sameModes(t testing.TB, e *Engine, q rego.PreparedEvalQuery, in Input) int {
 	t.Helper()
-	built := e.Build(in)
-	if built.Shell == nil {
-		return 0
-	}
-	eval := func(in Input) any {
-		rs, err := q.Eval(context.Background(), rego.EvalParsedInput(in.value()))
-		if err != nil || len(rs) == 0 {
-			t.Fatalf("%q: %v %v", in.Text, rs, err)
-		}
-		return rs[0].Expressions[0].Value
-	}
-	derived := eval(built)
-	sh := *built.Shell
-	sh.Modes = nil
-	bare := built
-	bare.Shell = &sh
-	computed := eval(bare)
-	if !reflect.DeepEqual(derived, computed) {
-		t.Errorf("%q: modes derived %v, computed by the rules %v", in.Text, derived, computed)
-	}
-	s, _ := derived.([]any)
-	return len(s)
+	return sameDerived(t, e, q, in, "modes", func(sh *Shell) { sh.Modes = nil })
 }
 
 // TestModesAsRulesDo checks the modes the engine derives against the

@@ -31,6 +31,15 @@ func writeTargetsQuery(t testing.TB, e *Engine) rego.PreparedEvalQuery {
 // the derived list and the rules' own set differ.
 func sameWriteTargets(t testing.TB, e *Engine, q rego.PreparedEvalQuery, in Input) int {
 	t.Helper()
+	return sameDerived(t, e, q, in, "write targets", func(sh *Shell) { sh.WriteTargets = nil })
+}
+
+// sameDerived evaluates q on the document the engine builds for in, and
+// on the same document with strip applied to its shell (a derived fact
+// taken away, so that the rules compute it themselves); it fails t when
+// the two answers differ, and returns the length of the derived one.
+func sameDerived(t testing.TB, e *Engine, q rego.PreparedEvalQuery, in Input, what string, strip func(*Shell)) int {
+	t.Helper()
 	built := e.Build(in)
 	if built.Shell == nil {
 		return 0
@@ -44,12 +53,12 @@ func sameWriteTargets(t testing.TB, e *Engine, q rego.PreparedEvalQuery, in Inpu
 	}
 	derived := eval(built)
 	sh := *built.Shell
-	sh.WriteTargets = nil
+	strip(&sh)
 	bare := built
 	bare.Shell = &sh
 	computed := eval(bare)
 	if !reflect.DeepEqual(derived, computed) {
-		t.Errorf("%q (cwd %q): write targets derived %v, computed by the rules %v", in.Text, in.Cwd, derived, computed)
+		t.Errorf("%q (cwd %q): %s derived %v, computed by the rules %v", in.Text, in.Cwd, what, derived, computed)
 	}
 	s, _ := derived.([]any)
 	return len(s)
