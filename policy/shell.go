@@ -1251,10 +1251,23 @@ func finish(c Command, sh *Shell, depth int) []Command {
 		inner.Cwd = c.Cwd
 		out = append(out, finish(inner, sh, depth)...)
 	}
-	if c.Name == "cd" || c.Name == "pushd" {
+	if (c.Name == "cd" || c.Name == "pushd") && inShell(c) {
 		sh.cwd = chdir(sh.cwd, c)
 	}
 	return out
+}
+
+// inShell: the command runs in the shell itself, so a cd moves it: no
+// wrapper, or only the builtins that run a builtin (command cd, builtin
+// cd). A program that runs cd (setpriv cd /x, time -o f cd /x, nohup cd)
+// starts one that cannot move the shell.
+func inShell(c Command) bool {
+	for _, w := range c.Wrappers {
+		if w != "command" && w != "builtin" {
+			return false
+		}
+	}
+	return true
 }
 
 // chdir is the directory cd (or pushd) leaves the shell in, as far as the
@@ -1445,22 +1458,39 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 	}
 	i := skipOptions(args, 0, r.options)
 	if len(r.subcommands) > 0 {
-		if i >= len(args) || !slices.Contains(r.subcommands, args[i]) {
+		switch {
+		case i < len(args) && slices.Contains(r.subcommands, args[i]):
+			i = skipOptions(args, i+1, r.options)
+		case !r.optionalSub:
 			return Command{}, false, nil
 		}
-		i = skipOptions(args, i+1, r.options)
+	}
+	if slices.ContainsFunc(args[:i], func(a string) bool {
+		o, _, _ := strings.Cut(a, "=")
+		return slices.Contains(r.shell, o)
+	}) {
+		// run0 --via-shell -- -c CMD: a shell gets the rest.
+		return Command{Name: "sh", Args: args[i:], Dynamic: c.Dynamic}, true, nil
 	}
 	i += r.skip
-	if j := slices.Index(args, "--"); r.dashdash && j >= 0 {
+	var nested []Command
+	if j := slices.IndexFunc(args, func(a string) bool { return slices.Contains(r.separators, a) }); j >= 0 && j+1 != i {
+		// The command follows the separator; the reading by position
+		// (aws-vault exec PROFILE rm -rf -- ~) is judged too.
+		if i < len(args) && !r.line {
+			alt := Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic, Cwd: c.Cwd,
+				Wrappers: append(slices.Clone(c.Wrappers), c.Name)}
+			nested = finish(alt, sh, depth)
+		}
 		i = j + 1
 	}
 	if i >= len(args) {
-		return Command{}, false, nil
+		return Command{}, false, nested
 	}
 	if r.line {
-		return Command{}, false, runLine(sh, strings.Join(args[i:], " "), depth, c.Name)
+		return Command{}, false, append(nested, runLine(sh, strings.Join(args[i:], " "), depth, c.Name)...)
 	}
-	return Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic}, true, nil
+	return Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic}, true, nested
 }
 
 // skipOptions returns the index of the first argument from i on that is
@@ -1476,44 +1506,92 @@ func skipOptions(args []string, i int, takesValue map[string]int) int {
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			return i
 		}
-		if name, _, hasEq := strings.Cut(a, "="); hasEq && takesValue[name] > 0 {
-			i += takesValue[name]
-			continue
-		}
-		i += 1 + takesValue[a]
+		i = afterOption(args, i, takesValue)
 	}
 	return i
 }
 
+// afterOption is the index after the option at i and its values. A word
+// of one dash and several letters not named itself is a cluster of
+// one-letter options, as getopt reads it (-vu USER, -uUSER): the first
+// letter that takes a value takes the rest of the word, or the next
+// arguments when it ends the word.
+func afterOption(args []string, i int, takesValue map[string]int) int {
+	a := args[i]
+	if name, _, hasEq := strings.Cut(a, "="); hasEq && takesValue[name] > 0 {
+		return i + takesValue[name]
+	}
+	if n := takesValue[a]; n > 0 || strings.HasPrefix(a, "--") {
+		return i + 1 + n
+	}
+	for k := 1; k < len(a); k++ {
+		if n := takesValue["-"+a[k:k+1]]; n > 0 {
+			if k == len(a)-1 {
+				return i + 1 + n
+			}
+			return i + n
+		}
+	}
+	return i + 1
+}
+
 // unwrapCapsh follows capsh [--OPTION=VALUE]… -- ARGS: capsh runs its
-// shell (bash, or --shell=PATH) with the arguments after "--" (capsh
-// --drop=cap_sys_admin -- -c 'rm -rf ~'). Without "--" it runs nothing.
+// shell (bash, or --shell=PATH) with the arguments after "--" or "-+"
+// (capsh --drop=cap_sys_admin -- -c 'rm -rf ~'), and itself again with
+// those after "==" or "=+". Without one of them it runs nothing.
 func unwrapCapsh(c Command) (Command, bool, []Command) {
 	shell := "bash"
 	for i, a := range c.Args {
 		if v, ok := strings.CutPrefix(a, "--shell="); ok {
 			shell = v
 		}
-		if a == "--" {
+		switch a {
+		case "--", "-+":
 			name, p := path.Base(shell), ""
 			if strings.Contains(shell, "/") {
 				p = shell
 			}
 			return Command{Name: name, Path: p, Args: c.Args[i+1:], Dynamic: c.Dynamic}, true, nil
+		case "==", "=+":
+			// capsh runs itself again with the rest.
+			return Command{Name: "capsh", Args: c.Args[i+1:], Dynamic: c.Dynamic}, true, nil
 		}
 	}
 	return Command{}, false, nil
 }
 
-var runconOpts = map[string]int{"-u": 1, "-r": 1, "-t": 1, "-l": 1, "--user": 1, "--role": 1, "--type": 1, "--range": 1}
+var (
+	runconOpts = map[string]int{"-u": 1, "-r": 1, "-t": 1, "-l": 1, "--user": 1, "--role": 1, "--type": 1, "--range": 1}
+	runconLong = []string{"--user", "--role", "--type", "--range", "--compute", "--help", "--version"}
+)
 
 // unwrapRuncon follows runcon CONTEXT CMD… and runcon [-c] [-u USER] [-r
-// ROLE] [-t TYPE] [-l RANGE] CMD…: the context is there when no part of
-// one is given as an option.
+// ROLE] [-t TYPE] [-l RANGE] CMD…: the context is there when no option
+// is given. Long options may be abbreviated (--ty), as getopt reads them.
 func unwrapRuncon(c Command) (Command, bool, []Command) {
-	args := c.Args
+	args := slices.Clone(c.Args)
+	for j := 0; j < len(args); j = afterOption(args, j, runconOpts) {
+		a := args[j]
+		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		if name, val, eq := strings.Cut(a, "="); strings.HasPrefix(a, "--") {
+			var full []string
+			for _, o := range runconLong {
+				if strings.HasPrefix(o, name) {
+					full = append(full, o)
+				}
+			}
+			if len(full) == 1 {
+				args[j] = full[0]
+				if eq {
+					args[j] += "=" + val
+				}
+			}
+		}
+	}
 	i := skipOptions(args, 0, runconOpts)
-	if !slices.ContainsFunc(args[:i], func(a string) bool { return a != "--" && a != "-c" && a != "--compute" }) {
+	if !slices.ContainsFunc(args[:i], func(a string) bool { return a != "--" }) {
 		i++
 	}
 	if i >= len(args) {

@@ -352,8 +352,8 @@ func TestEveryRunnerRunsItsCommand(t *testing.T) {
 
 // TestEveryRunnerOptionTakesItsValues: each option of each runner that
 // takes values is followed by as many ("-o V1 V2 rm -rf ~" is not "V2
-// rm -rf ~" run), given as "--opt=V1" too; and a dashdash runner runs
-// what follows "--" whatever comes before it.
+// rm -rf ~" run), given as "--opt=V1" too; and a runner with separators
+// runs what follows one whatever comes before it.
 func TestEveryRunnerOptionTakesItsValues(t *testing.T) {
 	d := defaultShellData()
 	e := defaultEngine(t)
@@ -376,8 +376,8 @@ func TestEveryRunnerOptionTakesItsValues(t *testing.T) {
 				lines = append(lines, strings.Join(slices.Concat(head, []string{o + "=rm"}, vals[1:], tail), " ")+" rm -rf ~")
 			}
 		}
-		if r.dashdash {
-			lines = append(lines, strings.Join(slices.Concat(head, []string{"a", "b", "--"}), " ")+" rm -rf ~")
+		for _, sep := range r.separators {
+			lines = append(lines, strings.Join(slices.Concat(head, []string{"a", "b", sep}), " ")+" rm -rf ~")
 		}
 		for _, line := range lines {
 			if r.line {
@@ -392,6 +392,58 @@ func TestEveryRunnerOptionTakesItsValues(t *testing.T) {
 	}
 	if checked < 300 {
 		t.Errorf("only %d lines checked", checked)
+	}
+}
+
+// TestRunnersReadAsTheyRun: the ways a runner's command line is read
+// that its options alone do not show: getopt's clusters, separators and
+// the reading by position beside them, a shell started with the rest,
+// capsh's and runcon's own forms, a subcommand that may be left out, and
+// a cd that a program runs, which cannot move the shell.
+func TestRunnersReadAsTheyRun(t *testing.T) {
+	e := defaultEngine(t)
+	for _, tc := range []struct{ cwd, line, want string }{
+		{"/home/dev/p", "chpst -vu nobody rm -rf ~", "deny"},
+		{"/home/dev/p", "tini -sp SIGTERM rm -rf ~", "deny"},
+		{"/home/dev/p", "strace -fe trace=open rm -rf ~", "deny"},
+		{"/home/dev/p", "distrobox enter box -e rm -rf ~", "deny"},
+		{"/home/dev/p", "distrobox enter box -e rm -rf -- ~", "deny"},
+		{"/home/dev/p", "aws-vault exec prod rm -rf -- ~", "deny"},
+		{"/home/dev/p", "aws-vault exec -n prod rm -rf ~", "deny"},
+		{"/home/dev/p", "run0 --via-shell -- -c 'rm -rf ~'", "deny"},
+		{"/home/dev/p", "run0 -i -- -c 'rm -rf ~'", "deny"},
+		{"/home/dev/p", "capsh -+ -c 'rm -rf ~'", "deny"},
+		{"/home/dev/p", "capsh == -- -c 'rm -rf ~'", "deny"},
+		{"/home/dev/p", "runcon -c rm -rf ~", "deny"},
+		{"/home/dev/p", "runcon --compute rm -rf ~", "deny"},
+		{"/home/dev/p", "runcon -ct unconfined_t rm -rf ~", "deny"},
+		{"/home/dev/p", "runcon --ty unconfined_t rm -rf ~", "deny"},
+		{"/home/dev/p", "setpriv --euid 0 rm -rf ~", "deny"},
+		{"/home/dev/p", "proot -R / rm -rf ~", "deny"},
+		{"/home/dev/p", "doppler run --command 'rm -rf ~'", "deny"},
+		{"/home/dev/p", "mise x -c 'rm -rf ~'", "deny"},
+		{"/home/dev/p", "sem 'rm -rf ~'", "deny"},
+		{"/home/dev/p", "dotenv run rm -rf ~", "deny"},
+		{"/home/dev/p", "dotenv -f .env run --override rm -rf ~", "deny"},
+		{"/home/dev/p", "dotenv -e .env -- rm -rf ~", "deny"},
+		{"/", "setpriv cd /tmp/x; rm -rf etc", "deny"},
+		{"/", "chronic pushd /tmp/x && rm -rf etc", "deny"},
+		{"/", "time -o t cd /tmp/x; rm -rf etc", "deny"},
+		{"/", "nohup cd /tmp/x; rm -rf etc", "deny"},
+		{"/home/dev", "setpriv cd -; echo x > .bashrc", "deny"},
+		{"/", "command cd /tmp/x; rm -rf etc", "allow"},
+		{"/", "builtin cd /tmp/x && rm -rf etc", "allow"},
+		{"/", "time cd /tmp/x; rm -rf etc", "allow"},
+		{"/home/dev/p", "aws-vault exec prod -- aws s3 ls", "allow"},
+		{"/home/dev/p", "mise x node@20 -- node -v", "allow"},
+		{"/home/dev/p", "distrobox enter box -e make test", "allow"},
+		{"/home/dev/p", "dotenv run python app.py", "allow"},
+		{"/home/dev/p", "runcon -t user_t id -Z", "allow"},
+	} {
+		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: tc.line, Cwd: tc.cwd, Gateway: &Gateway{Home: "/home/dev"}})
+		if err != nil || d.Action != tc.want {
+			t.Errorf("in %s, %q: %s %s (%s) %v, want %s", tc.cwd, tc.line, d.Action, d.Rule, d.Reason, err, tc.want)
+		}
 	}
 }
 

@@ -21,7 +21,8 @@ import (
 //	  "ssh":     {"options": ["-p", "-o", …], "skip": 1, "line": true},
 //	  "npm":     {"subcommands": ["exec", "x"], "options": ["-c", "--call", "-p", "--package"]},
 //	  "at":      {"stdin": true, "options": ["-f", "-q"]},
-//	  "bwrap":   {"options": ["--chdir", …], "arity": {"--bind": 2, "--overlay": 3, …}}
+//	  "bwrap":   {"options": ["--chdir", …], "arity": {"--bind": 2, "--overlay": 3, …}},
+//	  "mise":    {"subcommands": ["exec", "x"], "separators": ["--"]}
 //	}
 //
 // A runner runs the command that follows its options (those named in
@@ -31,9 +32,13 @@ import (
 // of those words. With line, the command's words are joined and run as a
 // shell line (ssh HOST CMD…, watch CMD…). stdin: the runner reads the
 // commands it runs from its standard input (at, batch), so a pipe or a
-// here-document into it is code. dashdash: the command follows the first
-// "--" when there is one, whatever comes before it (mise x node@20 --
-// CMD, aws-vault exec PROFILE -- CMD, distrobox-enter BOX -- CMD).
+// here-document into it is code. optional_subcommand: the subcommand
+// may be left out (dotenv run CMD, dotenv CMD). separators: the command
+// follows the first of these words, whatever comes before it (mise x
+// node@20 -- CMD, distrobox enter BOX -e CMD); where the reading by
+// position differs (aws-vault exec PROFILE CMD -- ARG), both commands are
+// judged. shell: options with which the runner starts a shell and hands
+// it the rest (run0 --via-shell -- -c CMD).
 //
 // data.termgate.command_options and data.termgate.write_options name, per
 // program, the options whose value is a command line the program runs, or
@@ -67,7 +72,9 @@ type runner struct {
 	subcommands []string
 	line        bool
 	stdin       bool
-	dashdash    bool
+	optionalSub bool     // the subcommand may be left out (dotenv [run] CMD)
+	separators  []string // words after which the command follows (--, distrobox's -e)
+	shell       []string // options that make the runner start a shell with the rest as its arguments
 }
 
 // optSpec is one option of command_options or write_options.
@@ -84,7 +91,9 @@ type runnerDoc struct {
 	Subcommands []string       `json:"subcommands"`
 	Line        bool           `json:"line"`
 	Stdin       bool           `json:"stdin"`
-	Dashdash    bool           `json:"dashdash"`
+	OptionalSub bool           `json:"optional_subcommand"`
+	Separators  []string       `json:"separators"`
+	Shell       []string       `json:"shell"`
 }
 
 // newShellData reads the shell analysis's data from a bundle's data. A
@@ -102,7 +111,8 @@ func newShellData(data map[string]any) (*shellData, error) {
 			if doc.Skip < 0 || doc.Skip > 8 {
 				return nil, fmt.Errorf("data.termgate.runners.%s: skip %d is out of 0..8", name, doc.Skip)
 			}
-			r := runner{options: map[string]int{}, skip: doc.Skip, subcommands: doc.Subcommands, line: doc.Line, stdin: doc.Stdin, dashdash: doc.Dashdash}
+			r := runner{options: map[string]int{}, skip: doc.Skip, subcommands: doc.Subcommands, line: doc.Line, stdin: doc.Stdin,
+				optionalSub: doc.OptionalSub, separators: doc.Separators, shell: doc.Shell}
 			for _, o := range doc.Options {
 				r.options[o] = 1
 			}
