@@ -77,6 +77,27 @@ finding contains {
 	outside_cwd(p)
 }
 
+# A recursive delete of a relative path from a directory the line does
+# not tell (after cd "$d", cd -, popd or a sourced file): the path may
+# name a protected one (rm -rf etc, when the cd went to /). Asked, not
+# refused: the directory is most often the project's.
+finding contains {
+	"rule": "fs.rm_unknown_dir",
+	"action": "confirm",
+	"severity": "high",
+	"reason": sprintf("recursive delete of %s from a directory the line does not tell (it may be /%s)", [p, p]),
+} if {
+	"delete_commands" in input.shell.listed
+	some ix in input.shell.list_commands.delete_commands
+	c := input.shell.commands[ix]
+	not c.cwd
+	some flag in c.flags
+	flag in {"r", "R", "--recursive"} # a recursive delete
+	some p in c.operands
+	not outside_cwd(p)
+	protected_by_list(concat("/", ["", p]))
+}
+
 # (A recursive delete is one of the flags r, R or --recursive: the rules
 # test each flag of the command against the three, which a function of
 # three bodies did at the cost of a call and a rule lookup a command.)

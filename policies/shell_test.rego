@@ -25,6 +25,17 @@ test_rm_outside if {
 	confirm_by(bash([c("rm", ["-rf", "$TMPDIR/x"])]), "fs.rm_recursive_outside")
 }
 
+# From a directory the line does not tell, a relative path that may name
+# a protected one is asked about; in a known one it is the path it is.
+test_rm_unknown_dir if {
+	confirm_by(bash([c("rm", ["-rf", "etc"])]), "fs.rm_unknown_dir")
+	confirm_by(bash([c("rm", ["-r", "usr/"])]), "fs.rm_unknown_dir")
+	allowed(bash([c("rm", ["-rf", "build"])]))
+	allowed(bash([c("rm", ["etc"])]))
+	allowed(at(bash([c("rm", ["-rf", "etc"])]), "/home/dev/p"))
+	denied_by(at(bash([c("rm", ["-rf", "etc"])]), "/"), "fs.rm_protected")
+}
+
 test_rm_xargs if confirm_by(bash([c("xargs", ["rm", "-rf"]), wrapped(c("rm", ["-rf"]), ["xargs"])]), "fs.rm_unknown_targets")
 
 test_find_delete if {

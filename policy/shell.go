@@ -1251,8 +1251,12 @@ func finish(c Command, sh *Shell, depth int) []Command {
 		inner.Cwd = c.Cwd
 		out = append(out, finish(inner, sh, depth)...)
 	}
-	if (c.Name == "cd" || c.Name == "pushd") && inShell(c) {
+	switch {
+	case !inShell(c):
+	case c.Name == "cd" || c.Name == "pushd":
 		sh.cwd = chdir(sh.cwd, c)
+	case c.Name == "popd" || c.Name == "source" || c.Name == ".":
+		sh.cwd = "" // the stack's top, or wherever the file's lines go
 	}
 	return out
 }
@@ -1437,6 +1441,9 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 		sub := sh.sub()
 		parseNested(sh, &sub, strings.Join(args, " "), depth+1)
 		mergeFlags(sh, &sub)
+		if inShell(c) {
+			sh.cwd = sub.cwd // eval cd /: the shell itself moves
+		}
 		return Command{}, false, sub.Commands
 	case "find":
 		return unwrapFind(c)

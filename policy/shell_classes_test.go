@@ -112,6 +112,13 @@ func TestCwdOfEachCommand(t *testing.T) {
 		{"/work", "cd \"$D\"; rm -rf x", "rm", ""},
 		{"/work", "pushd /var >/dev/null && rm -rf lib", "rm", "/var"},
 		{"/work", "sudo rm -rf x", "rm", "/work"},
+		{"/work", "eval cd /; rm -rf x", "rm", "/"},
+		{"/work", "eval 'cd /etc'; rm -rf x", "rm", "/etc"},
+		{"/work", "popd; rm -rf x", "rm", ""},
+		{"/work", ". ./env.sh; rm -rf x", "rm", ""},
+		{"/work", "nohup cd /; rm -rf x", "rm", "/work"},
+		{"/work", "setpriv cd /; rm -rf x", "rm", "/work"},
+		{"/work", "command cd /; rm -rf x", "rm", "/"},
 	} {
 		sh := parseShell(tc.line, nil, nil, tc.cwd)
 		var got *Command
