@@ -95,8 +95,34 @@ finding contains {
 	flag in {"r", "R", "--recursive"} # a recursive delete
 	some p in c.operands
 	not outside_cwd(p)
-	protected_by_list(concat("/", ["", p]))
+	protected_by_list(from_root(p))
 }
+
+# CDPATH makes a relative cd search other directories first (CDPATH=/ cd
+# home goes to /home), in this line and every later one, while the rules
+# resolve a cd by its words.
+finding contains {
+	"rule": "shell.cdpath",
+	"action": "confirm",
+	"severity": "medium",
+	"reason": "sets CDPATH: a later cd may go elsewhere than its words say",
+} if {
+	"cdpath_prefixes" in input.shell.words_listed
+	some c in input.shell.commands
+	cdpath_set(c)
+}
+
+cdpath_set(c) if "CDPATH" in c.assigns
+
+cdpath_set(c) if {
+	c.name in cfg.env_setters
+	some a in c.args
+	regex.match(`^CDPATH(=|$)`, a)
+}
+
+# from_root is a relative path taken from /, its empty and . parts left
+# out (./etc and .//etc are /etc).
+from_root(p) := concat("/", array.concat([""], [s | some s in split(p, "/"); not s in {"", "."}]))
 
 # (A recursive delete is one of the flags r, R or --recursive: the rules
 # test each flag of the command against the three, which a function of

@@ -30,10 +30,20 @@ test_rm_outside if {
 test_rm_unknown_dir if {
 	confirm_by(bash([c("rm", ["-rf", "etc"])]), "fs.rm_unknown_dir")
 	confirm_by(bash([c("rm", ["-r", "usr/"])]), "fs.rm_unknown_dir")
+	confirm_by(bash([c("rm", ["-rf", "./etc"])]), "fs.rm_unknown_dir")
+	confirm_by(bash([c("rm", ["-rf", ".//usr/./lib/"])]), "fs.rm_unknown_dir")
 	allowed(bash([c("rm", ["-rf", "build"])]))
 	allowed(bash([c("rm", ["etc"])]))
 	allowed(at(bash([c("rm", ["-rf", "etc"])]), "/home/dev/p"))
 	denied_by(at(bash([c("rm", ["-rf", "etc"])]), "/"), "fs.rm_protected")
+}
+
+test_cdpath if {
+	confirm_by(bash([object.union(c("cd", ["home"]), {"assigns": ["CDPATH"]})]), "shell.cdpath")
+	confirm_by(bash([c("export", ["CDPATH=/"])]), "shell.cdpath")
+	confirm_by(bash([c("declare", ["-x", "CDPATH"])]), "shell.cdpath")
+	allowed(bash([c("echo", ["CDPATH=/"])]))
+	allowed(bash([c("export", ["CDPATHS=/"])]))
 }
 
 test_rm_xargs if confirm_by(bash([c("xargs", ["rm", "-rf"]), wrapped(c("rm", ["-rf"]), ["xargs"])]), "fs.rm_unknown_targets")

@@ -122,6 +122,28 @@ type Shell struct {
 	// sql gathers the SQL the line hands to database clients (psql -c,
 	// mysql -e, sqlite3 DB SQL, a here-document fed to psql).
 	sql *SQL
+	// readings left is how many more second readings of a runner's
+	// command (by position, beside the one after its separator) the line
+	// may take, shared with the lines nested in it: readings within
+	// readings multiply, so past maxReadings the line is not followed.
+	readingsLeft *int
+	// dirs are the directories this line's pushd left, oldest first.
+	dirs []string
+}
+
+const maxReadings = 16
+
+// takeReading counts one second reading against the line's allowance.
+func (sh *Shell) takeReading() bool {
+	if sh.readingsLeft == nil {
+		n := maxReadings
+		sh.readingsLeft = &n
+	}
+	if *sh.readingsLeft == 0 {
+		return false
+	}
+	*sh.readingsLeft--
+	return true
 }
 
 // Command is one simple command.
@@ -325,7 +347,13 @@ func parseShellInto(sh *Shell, line string, p *syntax.Parser, data *shellData, c
 
 // sub is an empty analysis for a line nested in sh's (sh -c, eval, a
 // here-document), with sh's data and directory.
-func (sh *Shell) sub() Shell { return Shell{data: sh.data, cwd: sh.cwd} }
+func (sh *Shell) sub() Shell {
+	if sh.readingsLeft == nil {
+		n := maxReadings
+		sh.readingsLeft = &n
+	}
+	return Shell{data: sh.data, cwd: sh.cwd, readingsLeft: sh.readingsLeft}
+}
 
 // ParseArgv analyses a command given as an argv (a session start): no
 // shell parses it, but wrappers and sh -c strings are followed as usual.
@@ -1253,12 +1281,61 @@ func finish(c Command, sh *Shell, depth int) []Command {
 	}
 	switch {
 	case !inShell(c):
-	case c.Name == "cd" || c.Name == "pushd":
+	case c.Name == "cd":
 		sh.cwd = chdir(sh.cwd, c)
-	case c.Name == "popd" || c.Name == "source" || c.Name == ".":
-		sh.cwd = "" // the stack's top, or wherever the file's lines go
+	case c.Name == "pushd" || c.Name == "popd":
+		sh.cwd = sh.dirStack(c)
+	case (c.Name == "source" || c.Name == ".") && !keepsDir(c):
+		sh.cwd = "" // wherever the file's lines go
 	}
 	return out
+}
+
+// dirStack is the directory pushd or popd leaves the shell in, keeping
+// the stack of the directories this line pushed: pushd DIR pushes the
+// one it leaves, popd returns to the last one pushed. What the line
+// cannot tell is unknown: a stack from earlier lines (popd with nothing
+// pushed, pushd alone), a rotation (+N, -N), -n.
+func (sh *Shell) dirStack(c Command) string {
+	for _, a := range c.Args {
+		if a == "-n" || strings.HasPrefix(a, "+") || len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9' {
+			sh.dirs = nil
+			return ""
+		}
+	}
+	if c.Name == "popd" {
+		if len(c.Args) > 0 || len(sh.dirs) == 0 {
+			sh.dirs = nil
+			return ""
+		}
+		top := sh.dirs[len(sh.dirs)-1]
+		sh.dirs = sh.dirs[:len(sh.dirs)-1]
+		return top
+	}
+	if !slices.ContainsFunc(c.Args, func(a string) bool { return a == "--" || !strings.HasPrefix(a, "-") }) {
+		// pushd alone swaps the two on top.
+		if len(sh.dirs) == 0 {
+			return ""
+		}
+		top := sh.dirs[len(sh.dirs)-1]
+		sh.dirs[len(sh.dirs)-1] = sh.cwd
+		return top
+	}
+	sh.dirs = append(sh.dirs, sh.cwd)
+	return chdir(sh.cwd, c)
+}
+
+// keepsDir: a sourced file known not to change the directory (a virtual
+// environment's activate, nvm.sh, a shell's own rc).
+func keepsDir(c Command) bool {
+	if len(c.Args) == 0 {
+		return false
+	}
+	switch path.Base(c.Args[0]) {
+	case "activate", "nvm.sh", ".bashrc", ".bash_profile", ".profile", ".zshrc", "env", ".env", "cargo.env":
+		return true
+	}
+	return false
 }
 
 // inShell: the command runs in the shell itself, so a cd moves it: no
@@ -1484,10 +1561,16 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 	if j := slices.IndexFunc(args, func(a string) bool { return slices.Contains(r.separators, a) }); j >= 0 && j+1 != i {
 		// The command follows the separator; the reading by position
 		// (aws-vault exec PROFILE rm -rf -- ~) is judged too.
-		if i < len(args) && !r.line {
+		switch {
+		case i >= len(args) || r.line || i == j:
+		case depth >= maxDepth || !sh.takeReading():
+			// Readings within readings multiply: past the nesting and
+			// the number the analysis follows, the line is not followed.
+			sh.Eval = true
+		default:
 			alt := Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic, Cwd: c.Cwd,
 				Wrappers: append(slices.Clone(c.Wrappers), c.Name)}
-			nested = finish(alt, sh, depth)
+			nested = finish(alt, sh, depth+1)
 		}
 		i = j + 1
 	}
@@ -1522,20 +1605,23 @@ func skipOptions(args []string, i int, takesValue map[string]int) int {
 // of one dash and several letters not named itself is a cluster of
 // one-letter options, as getopt reads it (-vu USER, -uUSER): the first
 // letter that takes a value takes the rest of the word, or the next
-// arguments when it ends the word.
+// arguments when it ends the word. An option whose value is optional
+// (takesValue -1: xargs -i, --replace=R) takes only a joined one.
 func afterOption(args []string, i int, takesValue map[string]int) int {
 	a := args[i]
-	if name, _, hasEq := strings.Cut(a, "="); hasEq && takesValue[name] > 0 {
-		return i + takesValue[name]
+	if name, _, hasEq := strings.Cut(a, "="); hasEq && takesValue[name] != 0 {
+		return i + max(takesValue[name], 1)
 	}
-	if n := takesValue[a]; n > 0 || strings.HasPrefix(a, "--") {
-		return i + 1 + n
+	if n := takesValue[a]; n != 0 || strings.HasPrefix(a, "--") {
+		return i + 1 + max(n, 0)
 	}
 	for k := 1; k < len(a); k++ {
-		if n := takesValue["-"+a[k:k+1]]; n > 0 {
-			if k == len(a)-1 {
-				return i + 1 + n
-			}
+		switch n := takesValue["-"+a[k:k+1]]; {
+		case n < 0: // an optional value, only ever joined (xargs -0i)
+			return i + 1
+		case n > 0 && k == len(a)-1:
+			return i + 1 + n
+		case n > 0:
 			return i + n
 		}
 	}
@@ -1560,8 +1646,9 @@ func unwrapCapsh(c Command) (Command, bool, []Command) {
 			}
 			return Command{Name: name, Path: p, Args: c.Args[i+1:], Dynamic: c.Dynamic}, true, nil
 		case "==", "=+":
-			// capsh runs itself again with the rest.
-			return Command{Name: "capsh", Args: c.Args[i+1:], Dynamic: c.Dynamic}, true, nil
+			// capsh runs itself again with the rest: read on, as the new
+			// capsh would, from its defaults.
+			shell = "bash"
 		}
 	}
 	return Command{}, false, nil

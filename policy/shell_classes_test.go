@@ -374,6 +374,12 @@ func TestEveryRunnerOptionTakesItsValues(t *testing.T) {
 		tail := slices.Repeat([]string{"x"}, r.skip)
 		var lines []string
 		for o, n := range r.options {
+			if n < 0 {
+				// An optional value is only ever joined: the next word
+				// is the command.
+				lines = append(lines, strings.Join(slices.Concat(head, []string{o}, tail), " ")+" rm -rf ~")
+				continue
+			}
 			// The values look like commands (rm), so a value taken as the
 			// command is a line judged on the wrong words: rm -rf rm … or
 			// an unknown program.
@@ -446,10 +452,41 @@ func TestRunnersReadAsTheyRun(t *testing.T) {
 		{"/home/dev/p", "distrobox enter box -e make test", "allow"},
 		{"/home/dev/p", "dotenv run python app.py", "allow"},
 		{"/home/dev/p", "runcon -t user_t id -Z", "allow"},
+		// getopt's optional values are only joined.
+		{"/home/dev/p", "xargs -0i rm -rf ~", "deny"},
+		{"/home/dev/p", "xargs -i rm -rf ~", "deny"},
+		{"/home/dev/p", "rlwrap -ca rm -rf ~", "deny"},
+		{"/home/dev/p", "nsenter -t 1 -mr rm -rf ~", "deny"},
+		{"/home/dev/p", "ionice -t rm -rf ~", "deny"},
+		{"/home/dev/p", "faketime -f '2020-01-01 00:00:00' rm -rf ~", "deny"},
+		{"/home/dev/p", "xargs -I {} rm -rf {}", "confirm"},
 	} {
 		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: tc.line, Cwd: tc.cwd, Gateway: &Gateway{Home: "/home/dev"}})
 		if err != nil || d.Action != tc.want {
 			t.Errorf("in %s, %q: %s %s (%s) %v, want %s", tc.cwd, tc.line, d.Action, d.Rule, d.Reason, err, tc.want)
+		}
+	}
+}
+
+// TestRunnerReadingsStayBounded: runners within runners, each read both
+// after its separator and by position, and capsh run again and again,
+// make a number of commands that grows with the line, not with two to
+// the power of its runners; and the line is still stopped.
+func TestRunnerReadingsStayBounded(t *testing.T) {
+	e := defaultEngine(t)
+	for _, line := range []string{
+		strings.Repeat("aws-vault exec p aws-vault exec p -- ", 16) + "rm -rf ~",
+		strings.Repeat("mise x mise x -- ", 16) + "rm -rf ~",
+		strings.Repeat("distrobox-enter distrobox-enter -e ", 16) + "rm -rf ~",
+		"capsh " + strings.Repeat("== ", 1900) + "-- -c 'rm -rf ~'",
+	} {
+		in := e.Build(Input{Action: "input", Program: "bash", Text: line})
+		if words := len(strings.Fields(line)); len(in.Shell.Commands) > 4*words {
+			t.Errorf("%.40q…: %d commands for %d words", line, len(in.Shell.Commands), words)
+		}
+		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line})
+		if err != nil || d.Action == "allow" {
+			t.Errorf("%.40q…: %s %s, %v", line, d.Action, d.Rule, err)
 		}
 	}
 }

@@ -27,7 +27,8 @@ import (
 //
 // A runner runs the command that follows its options (those named in
 // options take a value; those in arity the number of values it gives,
-// bwrap's --bind SRC DEST), the skip positional arguments after them (a
+// bwrap's --bind SRC DEST; those in optional a value only when joined to
+// them, xargs -i{} and --replace=R), the skip positional arguments after them (a
 // duration, a host, a lock file), and, for a runner with subcommands, one
 // of those words. With line, the command's words are joined and run as a
 // shell line (ssh HOST CMD…, watch CMD…). stdin: the runner reads the
@@ -67,7 +68,7 @@ type shellData struct {
 }
 
 type runner struct {
-	options     map[string]int // the options that take values, and how many
+	options     map[string]int // the options that take values, and how many (-1: an optional one, only joined)
 	skip        int
 	subcommands []string
 	line        bool
@@ -87,6 +88,7 @@ type optSpec struct {
 type runnerDoc struct {
 	Options     []string       `json:"options"`
 	Arity       map[string]int `json:"arity"`
+	Optional    []string       `json:"optional"`
 	Skip        int            `json:"skip"`
 	Subcommands []string       `json:"subcommands"`
 	Line        bool           `json:"line"`
@@ -115,6 +117,9 @@ func newShellData(data map[string]any) (*shellData, error) {
 				optionalSub: doc.OptionalSub, separators: doc.Separators, shell: doc.Shell}
 			for _, o := range doc.Options {
 				r.options[o] = 1
+			}
+			for _, o := range doc.Optional {
+				r.options[o] = -1
 			}
 			for o, n := range doc.Arity {
 				if n < 1 || n > 4 {
