@@ -114,6 +114,11 @@ test_sensitive_files if {
 	denied_by(bash([c("tee", ["-a", "/etc/hosts"])]), "file.sensitive_write")
 	denied_by(bash([c("cp", ["x", ".git/hooks/pre-commit"])]), "file.sensitive_write")
 	denied_by(bash([c("sed", ["-i", "s/a/b/", "/etc/termgate/p.rego"])]), "file.sensitive_write")
+	denied_by(bash([redir(c("echo", ["x"]), ">", "~/.local/state/termgate/audit.jsonl")]), "file.sensitive_write")
+	denied_by(bash([redir(c("echo", ["x"]), ">", "~/.local/share/termgate/key")]), "file.sensitive_write")
+
+	# the scratch directory sessions start in is the session's to write
+	allowed(bash([redir(c("echo", ["x"]), ">", "~/.local/share/termgate/scratch/notes.txt")]))
 	denied_by(bash([c("sed", ["-i", "-e", "s/a/b/", "/etc/passwd"])]), "file.sensitive_write")
 	denied_by(bash([c("touch", ["/etc/cron.d/x"])]), "file.sensitive_write")
 	confirm_by(bash([c("cat", ["/etc/shadow"])]), "file.secret_read")
