@@ -99,25 +99,19 @@ finding contains {
 }
 
 # CDPATH makes a relative cd search other directories first (CDPATH=/ cd
-# home goes to /home), in this line and every later one, while the rules
-# resolve a cd by its words.
-finding contains {
+# home goes to /home), and cdable_vars makes cd take a variable's value,
+# in this line and every later one, while the rules resolve a cd by its
+# words. A line that names either anywhere (an assignment, read, printf
+# -v, a for loop, a nameref, ${CDPATH:=…}) is asked about.
+finding contains cdpath_finding if "cdpath_substrings" in input.text_listed
+
+finding contains cdpath_finding if "cdpath_substrings" in input.shell.words_listed
+
+cdpath_finding := {
 	"rule": "shell.cdpath",
 	"action": "confirm",
 	"severity": "medium",
-	"reason": "sets CDPATH: a later cd may go elsewhere than its words say",
-} if {
-	"cdpath_prefixes" in input.shell.words_listed
-	some c in input.shell.commands
-	cdpath_set(c)
-}
-
-cdpath_set(c) if "CDPATH" in c.assigns
-
-cdpath_set(c) if {
-	c.name in cfg.env_setters
-	some a in c.args
-	regex.match(`^CDPATH(=|$)`, a)
+	"reason": "names CDPATH or cdable_vars: a later cd may go elsewhere than its words say",
 }
 
 # from_root is a relative path taken from /, its empty and . parts left

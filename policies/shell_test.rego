@@ -41,9 +41,9 @@ test_rm_unknown_dir if {
 test_cdpath if {
 	confirm_by(bash([object.union(c("cd", ["home"]), {"assigns": ["CDPATH"]})]), "shell.cdpath")
 	confirm_by(bash([c("export", ["CDPATH=/"])]), "shell.cdpath")
-	confirm_by(bash([c("declare", ["-x", "CDPATH"])]), "shell.cdpath")
-	allowed(bash([c("echo", ["CDPATH=/"])]))
-	allowed(bash([c("export", ["CDPATHS=/"])]))
+	confirm_by(typed("bash", "for CDPATH in /; do cd usr; done"), "shell.cdpath")
+	confirm_by(typed("bash", "shopt -s cdable_vars"), "shell.cdpath")
+	allowed(bash([c("export", ["PATH=/x"])]))
 }
 
 test_rm_xargs if confirm_by(bash([c("xargs", ["rm", "-rf"]), wrapped(c("rm", ["-rf"]), ["xargs"])]), "fs.rm_unknown_targets")
@@ -115,10 +115,11 @@ test_sensitive_files if {
 	denied_by(bash([c("cp", ["x", ".git/hooks/pre-commit"])]), "file.sensitive_write")
 	denied_by(bash([c("sed", ["-i", "s/a/b/", "/etc/termgate/p.rego"])]), "file.sensitive_write")
 	denied_by(bash([redir(c("echo", ["x"]), ">", "~/.local/state/termgate/audit.jsonl")]), "file.sensitive_write")
-	denied_by(bash([redir(c("echo", ["x"]), ">", "~/.local/share/termgate/key")]), "file.sensitive_write")
+	denied_by(bash([redir(c("echo", ["x"]), ">", "~/.local/share/termgate/keys/audit.key")]), "file.sensitive_write")
+	denied_by(bash([redir(c("echo", ["x"]), ">", "/opt/termgate/egress-hosts")]), "file.sensitive_write")
 
 	# the scratch directory sessions start in is the session's to write
-	allowed(bash([redir(c("echo", ["x"]), ">", "~/.local/share/termgate/scratch/notes.txt")]))
+	allowed(bash([redir(c("echo", ["x"]), ">", "~/.local/share/termgate-scratch/notes.txt")]))
 	denied_by(bash([c("sed", ["-i", "-e", "s/a/b/", "/etc/passwd"])]), "file.sensitive_write")
 	denied_by(bash([c("touch", ["/etc/cron.d/x"])]), "file.sensitive_write")
 	confirm_by(bash([c("cat", ["/etc/shadow"])]), "file.secret_read")

@@ -127,11 +127,17 @@ type Shell struct {
 	// may take, shared with the lines nested in it: readings within
 	// readings multiply, so past maxReadings the line is not followed.
 	readingsLeft *int
-	// dirs are the directories this line's pushd left, oldest first.
-	dirs []string
 }
 
 const maxReadings = 16
+
+// notFollowed records that part of the line was not followed, as a parse
+// error: the policy asks about a line it cannot judge (input.unparseable).
+func (sh *Shell) notFollowed(why string) {
+	if sh.ParseError == "" {
+		sh.ParseError = why
+	}
+}
 
 // takeReading counts one second reading against the line's allowance.
 func (sh *Shell) takeReading() bool {
@@ -380,6 +386,7 @@ func newParser() *syntax.Parser { return syntax.NewParser(syntax.Variant(syntax.
 func parseInto(sh *Shell, line string, depth int, p *syntax.Parser) {
 	if depth > maxDepth {
 		sh.Eval = true
+		sh.notFollowed("lines nested deeper than the gateway follows")
 		return
 	}
 	if p == nil {
@@ -1285,57 +1292,30 @@ func finish(c Command, sh *Shell, depth int) []Command {
 		sh.cwd = chdir(sh.cwd, c)
 	case c.Name == "pushd" || c.Name == "popd":
 		sh.cwd = sh.dirStack(c)
-	case (c.Name == "source" || c.Name == ".") && !keepsDir(c):
+	case c.Name == "source" || c.Name == ".":
 		sh.cwd = "" // wherever the file's lines go
 	}
 	return out
 }
 
-// dirStack is the directory pushd or popd leaves the shell in, keeping
-// the stack of the directories this line pushed: pushd DIR pushes the
-// one it leaves, popd returns to the last one pushed. What the line
-// cannot tell is unknown: a stack from earlier lines (popd with nothing
-// pushed, pushd alone), a rotation (+N, -N), -n.
+// dirStack is the directory pushd or popd leaves the shell in, as far as
+// the line tells: pushd DIR goes to DIR, as cd does; what comes off the
+// stack (popd, pushd alone, pushd -, a rotation +N/-N, -n) is unknown, for
+// the stack may hold what earlier lines, a subshell, a failed pushd, dirs
+// -c or DIRSTACK made of it.
 func (sh *Shell) dirStack(c Command) string {
-	for _, a := range c.Args {
-		if a == "-n" || strings.HasPrefix(a, "+") || len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9' {
-			sh.dirs = nil
-			return ""
-		}
-	}
 	if c.Name == "popd" {
-		if len(c.Args) > 0 || len(sh.dirs) == 0 {
-			sh.dirs = nil
+		return ""
+	}
+	for _, a := range c.Args {
+		if a == "-n" || a == "-" || strings.HasPrefix(a, "+") || len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9' {
 			return ""
 		}
-		top := sh.dirs[len(sh.dirs)-1]
-		sh.dirs = sh.dirs[:len(sh.dirs)-1]
-		return top
 	}
 	if !slices.ContainsFunc(c.Args, func(a string) bool { return a == "--" || !strings.HasPrefix(a, "-") }) {
-		// pushd alone swaps the two on top.
-		if len(sh.dirs) == 0 {
-			return ""
-		}
-		top := sh.dirs[len(sh.dirs)-1]
-		sh.dirs[len(sh.dirs)-1] = sh.cwd
-		return top
+		return "" // pushd alone swaps the two on top
 	}
-	sh.dirs = append(sh.dirs, sh.cwd)
 	return chdir(sh.cwd, c)
-}
-
-// keepsDir: a sourced file known not to change the directory (a virtual
-// environment's activate, nvm.sh, a shell's own rc).
-func keepsDir(c Command) bool {
-	if len(c.Args) == 0 {
-		return false
-	}
-	switch path.Base(c.Args[0]) {
-	case "activate", "nvm.sh", ".bashrc", ".bash_profile", ".profile", ".zshrc", "env", ".env", "cargo.env":
-		return true
-	}
-	return false
 }
 
 // inShell: the command runs in the shell itself, so a cd moves it: no
@@ -1565,8 +1545,10 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 		case i >= len(args) || r.line || i == j:
 		case depth >= maxDepth || !sh.takeReading():
 			// Readings within readings multiply: past the nesting and
-			// the number the analysis follows, the line is not followed.
+			// the number the analysis follows, the line is not followed,
+			// and is asked about as one that cannot be judged.
 			sh.Eval = true
+			sh.notFollowed("runners within runners beyond what the gateway follows")
 		default:
 			alt := Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic, Cwd: c.Cwd,
 				Wrappers: append(slices.Clone(c.Wrappers), c.Name)}

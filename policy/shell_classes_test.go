@@ -119,6 +119,12 @@ func TestCwdOfEachCommand(t *testing.T) {
 		{"/work", "nohup cd /; rm -rf x", "rm", "/work"},
 		{"/work", "setpriv cd /; rm -rf x", "rm", "/work"},
 		{"/work", "command cd /; rm -rf x", "rm", "/"},
+		{"/work", "pushd /tmp; rm -rf x", "rm", "/tmp"},
+		{"/work", "pushd /tmp; popd; rm -rf x", "rm", ""},
+		{"/work", "pushd; rm -rf x", "rm", ""},
+		{"/work", "pushd -n /tmp; rm -rf x", "rm", ""},
+		{"/work", "pushd +1; rm -rf x", "rm", ""},
+		{"/work", "source ./activate; rm -rf x", "rm", ""},
 	} {
 		sh := parseShell(tc.line, nil, nil, tc.cwd)
 		var got *Command
@@ -479,6 +485,10 @@ func TestRunnerReadingsStayBounded(t *testing.T) {
 		strings.Repeat("mise x mise x -- ", 16) + "rm -rf ~",
 		strings.Repeat("distrobox-enter distrobox-enter -e ", 16) + "rm -rf ~",
 		"capsh " + strings.Repeat("== ", 1900) + "-- -c 'rm -rf ~'",
+		// past the readings followed, the line is asked about
+		strings.Repeat("aws-vault exec p ", 5) + "rm -rf ~ -- true",
+		strings.Repeat("aws-vault exec p true -- true; ", 17) + "aws-vault exec p rm -rf ~ -- true",
+		nestedBashC("rm -rf ~", 6),
 	} {
 		in := e.Build(Input{Action: "input", Program: "bash", Text: line})
 		if words := len(strings.Fields(line)); len(in.Shell.Commands) > 4*words {
@@ -489,6 +499,15 @@ func TestRunnerReadingsStayBounded(t *testing.T) {
 			t.Errorf("%.40q…: %s %s, %v", line, d.Action, d.Rule, err)
 		}
 	}
+}
+
+// nestedBashC is line handed to bash -c, n times over, quoted as a
+// shell quotes it.
+func nestedBashC(line string, n int) string {
+	for range n {
+		line = "bash -c '" + strings.ReplaceAll(line, "'", `'\''`) + "'"
+	}
+	return line
 }
 
 // TestRunnerDataIsChecked: a bundle whose runner data is malformed is

@@ -409,7 +409,7 @@ func TestScratchCwd(t *testing.T) {
 	home, _ := devHome(t)
 	s := startServerHome(t, home, home, nil)
 	out := s.ok("session_start", map[string]any{})
-	want := filepath.Join(home, ".local", "share", "termgate", "scratch")
+	want := filepath.Join(home, ".local", "share", "termgate-scratch")
 	if str(out, "cwd") != want {
 		t.Fatalf("cwd = %q, want %s (%v)", str(out, "cwd"), want, out)
 	}

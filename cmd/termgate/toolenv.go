@@ -87,10 +87,12 @@ func readDenyList(b *policy.Bundle) ([]string, error) {
 
 // scratchDir is where a session starts when the agent gives no cwd and
 // the gateway's own directory is one no session may start in (the home
-// directory, a directory above it, or /): $XDG_DATA_HOME/termgate/scratch
-// (default ~/.local/share/termgate/scratch), made 0700. A session may
+// directory, a directory above it, or /): $XDG_DATA_HOME/termgate-scratch
+// (default ~/.local/share/termgate-scratch), made 0700. A session may
 // write its working directory; this one is the gateway's, below the
-// home, and holds nothing that runs at login.
+// home, and holds nothing that runs at login. It is not under a
+// directory named termgate: the policy keeps the gateway's own files
+// there (**/termgate/**), and a session writes its working directory.
 func scratchDir(getenv func(string) string) (string, error) {
 	base := getenv("XDG_DATA_HOME")
 	if base == "" || !filepath.IsAbs(base) {
@@ -100,7 +102,7 @@ func scratchDir(getenv func(string) string) (string, error) {
 		}
 		base = filepath.Join(home, ".local", "share")
 	}
-	dir := filepath.Join(base, "termgate", "scratch")
+	dir := filepath.Join(base, "termgate-scratch")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("the scratch directory %s: %w", dir, err)
 	}

@@ -60,7 +60,7 @@ func TestSessionCacheAndScratchDirs(t *testing.T) {
 		t.Fatalf("sessionCacheDir = %q, %v", c, err)
 	}
 	d, err := scratchDir(getenv)
-	if err != nil || d != filepath.Join(home, ".local", "share", "termgate", "scratch") {
+	if err != nil || d != filepath.Join(home, ".local", "share", "termgate-scratch") {
 		t.Fatalf("scratchDir = %q, %v", d, err)
 	}
 	for _, p := range []string{c, d} {
