@@ -23,7 +23,10 @@ type engineDecider struct {
 // policyGateway is input.gateway for this configuration: the gateway's
 // own files at their configured paths: the state directory (the default
 // audit log and key), the audit log and its rotations, the key,
-// recordings, the policy bundle, the log file.
+// recordings, the policy bundle, the log file, and the files that decide
+// what it trusts (the egress hosts file, the bundle server's
+// configuration, token, certificates and cache, the verification key,
+// the syslog certificates and spool).
 func policyGateway(cfg Config, getenv func(string) string) policy.Gateway {
 	home, _ := os.UserHomeDir()
 	var paths []string
@@ -40,6 +43,14 @@ func policyGateway(cfg Config, getenv func(string) string) policy.Gateway {
 	add(cfg.RecordDir, "")
 	add(cfg.PolicyDir, "")
 	add(cfg.LogFile, "")
+	// The files that decide what the gateway trusts: where bundles come
+	// from and how they are checked, where names resolve, where the
+	// audit is forwarded and spooled.
+	for _, p := range []string{cfg.EgressHosts, cfg.PolicyConfig, cfg.PolicyTokenFile, cfg.PolicyClientCert,
+		cfg.PolicyClientKey, cfg.PolicyCACert, cfg.PolicyCache, cfg.VerificationKey,
+		cfg.AuditSyslogCA, cfg.AuditSyslogCert, cfg.AuditSyslogKey, cfg.AuditSyslogSpool} {
+		add(p, "")
+	}
 	return policy.Gateway{Paths: paths, Home: home}
 }
 

@@ -62,6 +62,9 @@ func TestPolicyInputCarriesTheGateway(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.AuditLog = filepath.Join(dir, "logs", "audit.jsonl")
 	cfg.RecordDir = filepath.Join(dir, "rec")
+	cfg.EgressHosts = filepath.Join(dir, "egress-hosts")
+	cfg.VerificationKey = filepath.Join(dir, "keys", "bundle.pem")
+	cfg.AuditSyslogSpool = filepath.Join(dir, "spool")
 	d := engineDecider{e: embeddedEngine(t), gateway: policyGateway(cfg, func(string) string { return "" })}
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -74,6 +77,10 @@ func TestPolicyInputCarriesTheGateway(t *testing.T) {
 		{"rm -rf rec", dir, "deny"},
 		{"rm -rf usr", "/", "deny"},
 		{"rm -rf other", dir, "allow"},
+		// the files that decide what the gateway trusts
+		{"echo '1.2.3.4 github.com' >> " + cfg.EgressHosts, "", "deny"},
+		{"cp evil.pem keys/bundle.pem", dir, "deny"},
+		{"rm -f spool/0001", dir, "deny"},
 	} {
 		dec, err := d.Decide(ctx, GateInput{Action: ActionInput, Program: "bash", Text: tc.text, Cwd: tc.cwd})
 		if err != nil || dec.Action != tc.want {
