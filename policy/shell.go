@@ -139,16 +139,23 @@ func (sh *Shell) notFollowed(why string) {
 	}
 }
 
-// takeReading counts one second reading against the line's allowance.
-func (sh *Shell) takeReading() bool {
+// readings is the line's allowance of second readings, made on first use
+// and shared with the lines nested in it.
+func (sh *Shell) readings() *int {
 	if sh.readingsLeft == nil {
 		n := maxReadings
 		sh.readingsLeft = &n
 	}
-	if *sh.readingsLeft == 0 {
+	return sh.readingsLeft
+}
+
+// takeReading counts one second reading against the line's allowance.
+func (sh *Shell) takeReading() bool {
+	left := sh.readings()
+	if *left == 0 {
 		return false
 	}
-	*sh.readingsLeft--
+	*left--
 	return true
 }
 
@@ -354,11 +361,7 @@ func parseShellInto(sh *Shell, line string, p *syntax.Parser, data *shellData, c
 // sub is an empty analysis for a line nested in sh's (sh -c, eval, a
 // here-document), with sh's data and directory.
 func (sh *Shell) sub() Shell {
-	if sh.readingsLeft == nil {
-		n := maxReadings
-		sh.readingsLeft = &n
-	}
-	return Shell{data: sh.data, cwd: sh.cwd, readingsLeft: sh.readingsLeft}
+	return Shell{data: sh.data, cwd: sh.cwd, readingsLeft: sh.readings()}
 }
 
 // ParseArgv analyses a command given as an argv (a session start): no
@@ -1281,10 +1284,7 @@ func finish(c Command, sh *Shell, depth int) []Command {
 	}
 	out := append([]Command{shown}, nested...)
 	if ok && inner.Name != "" {
-		inner.Wrappers = append(append([]string{}, c.Wrappers...), c.Name)
-		inner.Dynamic = inner.Dynamic || c.Dynamic
-		inner.Cwd = c.Cwd
-		out = append(out, finish(inner, sh, depth)...)
+		out = append(out, finish(runBy(inner, c), sh, depth)...)
 	}
 	switch {
 	case !inShell(c):
@@ -1296,6 +1296,15 @@ func finish(c Command, sh *Shell, depth int) []Command {
 		sh.cwd = "" // wherever the file's lines go
 	}
 	return out
+}
+
+// runBy is inner as c runs it: wrapped by c and c's wrappers, in c's
+// directory, computed at run time when c is.
+func runBy(inner, c Command) Command {
+	inner.Wrappers = append(slices.Clone(c.Wrappers), c.Name)
+	inner.Dynamic = inner.Dynamic || c.Dynamic
+	inner.Cwd = c.Cwd
+	return inner
 }
 
 // dirStack is the directory pushd or popd leaves the shell in, as far as
@@ -1550,9 +1559,7 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 			sh.Eval = true
 			sh.notFollowed("runners within runners beyond what the gateway follows")
 		default:
-			alt := Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic, Cwd: c.Cwd,
-				Wrappers: append(slices.Clone(c.Wrappers), c.Name)}
-			nested = finish(alt, sh, depth+1)
+			nested = finish(runBy(Command{Name: args[i], Args: args[i+1:]}, c), sh, depth+1)
 		}
 		i = j + 1
 	}
@@ -1622,11 +1629,7 @@ func unwrapCapsh(c Command) (Command, bool, []Command) {
 		}
 		switch a {
 		case "--", "-+":
-			name, p := path.Base(shell), ""
-			if strings.Contains(shell, "/") {
-				p = shell
-			}
-			return Command{Name: name, Path: p, Args: c.Args[i+1:], Dynamic: c.Dynamic}, true, nil
+			return Command{Name: shell, Args: c.Args[i+1:], Dynamic: c.Dynamic}, true, nil
 		case "==", "=+":
 			// capsh runs itself again with the rest: read on, as the new
 			// capsh would, from its defaults.
