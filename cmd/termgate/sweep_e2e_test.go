@@ -29,7 +29,11 @@ func TestStartSweepsWhatADeadGatewayLeft(t *testing.T) {
 	mk := marker()
 	id := doomed.start(map[string]any{"cwd": t.TempDir()})
 	doomed.send(id, "setsid sleep "+mk+" >/dev/null 2>&1 < /dev/null &")
-	eventually(t, time.Minute, "the escaped process runs", func() bool { return len(processesWith("sleep "+mk)) == 1 })
+	// Counted once it is sleep itself, leading its own session: before
+	// that, "setsid sleep MK" (or its child waiting on the exec
+	// checkpoint) matches too, and a gateway killed then takes the exec
+	// with it, leaving nothing to sweep.
+	eventually(t, time.Minute, "the escaped process runs", func() bool { return len(escaped(mk)) == 1 })
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "termgate-session-g"+strconv.Itoa(doomed.pid())+".*"))
 	if len(dirs) == 0 {
 		t.Fatal("the doomed gateway's session has no tagged private directory")
@@ -48,7 +52,7 @@ func TestStartSweepsWhatADeadGatewayLeft(t *testing.T) {
 		return len(f) > 0 && f[0] == "Z"
 	})
 	// The kill took the session's leader (PDEATHSIG), not what left it.
-	if len(processesWith("sleep "+mk)) != 1 {
+	if len(escaped(mk)) != 1 {
 		skipIfSweptByAnother(t, live.pid(), doomed.pid())
 		t.Fatal("the escaped process did not outlive its gateway: nothing to sweep")
 	}
@@ -77,6 +81,28 @@ func TestStartSweepsWhatADeadGatewayLeft(t *testing.T) {
 	}
 	// The live gateway's session is untouched.
 	wantOutput(t, live.send(liveID, "echo still-here"), "still-here")
+}
+
+// escaped returns the processes running exactly "sleep MK" that lead
+// their own session: what "setsid sleep MK" leaves once its exec is done.
+func escaped(mk string) []int {
+	var pids []int
+	for _, pid := range processesWith("sleep " + mk) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err != nil || string(b) != "sleep\x00"+mk+"\x00" {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		// Field 6, the session id, counted after the command's ')'.
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		if len(f) > 3 && f[3] == strconv.Itoa(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // skipIfSweptByAnother skips the test when a gateway other than the
