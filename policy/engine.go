@@ -330,8 +330,8 @@ func (b *Bundle) index(sh *Shell, gw *Gateway) {
 	slices.Sort(sh.Listed)
 	slices.Sort(sh.WordsListed)
 	b.creds.derive(sh, slices.Contains(sh.WordsListed, "credential_substrings"))
-	b.paths.derive(sh)
 	sh.WriteTargets = b.writeTargets(sh)
+	b.paths.derive(sh)
 	sh.Modes = lineModes(sh)
 	// The lists that hold a file the line writes are words_listed too (dd
 	// of=/dev/sda writes /dev/sda, which no word of the line is): the rules

@@ -109,7 +109,9 @@ func (pi *pathIndex) isSensitive(p string) bool {
 }
 
 // derive sets sh.PathFacts from sh's commands (their Paths derived
-// first); nil, absent from the document, without an index.
+// first) and its write targets (derived first too: dd's of= file and a
+// tee's resolved path are no word of a command, and file.sensitive_write
+// asks of each target); nil, absent from the document, without an index.
 func (pi *pathIndex) derive(sh *Shell) {
 	sh.PathFacts = nil
 	if pi == nil {
@@ -134,6 +136,9 @@ func (pi *pathIndex) derive(sh *Shell) {
 				add(r.Path)
 			}
 		}
+	}
+	for _, t := range sh.WriteTargets {
+		add(t)
 	}
 }
 
