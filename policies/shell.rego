@@ -381,7 +381,7 @@ finding contains {
 	some ix in input.shell.list_commands.permission_commands
 	c := input.shell.commands[ix]
 	has_flag(c, "R", "--recursive")
-	some p in c.operands
+	some p in array.concat(c.operands, object.get(c, "paths", [])) # targets(c), without the call
 	protected(p)
 }
 

@@ -93,6 +93,9 @@ test_permissions if {
 	confirm_by(bash([c("chmod", ["o+w", "x"])]), "perm.world_writable")
 	confirm_by(bash([c("chmod", ["+w", "x"])]), "perm.world_writable")
 	denied_by(bash([c("chown", ["-R", "me", "/"])]), "perm.recursive_protected")
+
+	# The resolved path counts too: cd /; chmod -R 777 etc.
+	denied_by(bash([object.union(c("chmod", ["-R", "777", "etc"]), {"cwd": "/", "paths": ["777", "/etc"]})]), "perm.recursive_protected")
 	allowed(bash([c("chmod", ["+x", "run.sh"])]))
 	allowed(bash([c("chmod", ["644", "x"])]))
 }
