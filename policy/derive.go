@@ -94,6 +94,149 @@ func resolveOperand(cwd, p, home string) string {
 	return r
 }
 
+// physical is the resolved path r with the links of its directory on the
+// disk followed (real), as the kernel will follow them: x/etc, with x a
+// link to /, is /etc. Under ~ it is written from ~, also when the home
+// directory is itself reached through a link. r itself when nothing
+// changes, or it lies where links name the process that follows them.
+func physical(r, home string, real func(string) string) string {
+	abs := homeAbs(r, home)
+	if abs == "" || r == "/" || r == "~" || perProcess(abs) {
+		return r
+	}
+	dir := real(path.Dir(abs))
+	if dir == path.Dir(abs) {
+		return r
+	}
+	abs = path.Join(dir, path.Base(abs))
+	if home != "" {
+		if rh := real(path.Clean(home)); rh != "/" && (abs == rh || strings.HasPrefix(abs, rh+"/")) {
+			return homeRel(path.Join(path.Clean(home), strings.TrimPrefix(abs, rh)), home)
+		}
+	}
+	return homeRel(abs, home)
+}
+
+// perProcess reports whether p lies in a file system whose links name
+// something of the process that follows them (/proc/self, /dev/fd,
+// /dev/stdin): the gateway following them would find its own, not the
+// session's. Such a path is judged as written.
+func perProcess(p string) bool {
+	for _, fs := range []string{"/proc", "/dev", "/sys"} {
+		if p == fs || strings.HasPrefix(p, fs+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// realDirs returns a function that follows the links of a directory on
+// the disk (filepath.EvalSymlinks), remembering each answer for one
+// line; a directory that does not exist, or whose links cannot be
+// followed, is itself.
+func realDirs() func(string) string {
+	seen := map[string]string{}
+	return func(dir string) string {
+		if dir == "/" {
+			return dir
+		}
+		if r, ok := seen[dir]; ok {
+			return r
+		}
+		r, err := filepath.EvalSymlinks(dir)
+		if err != nil || !strings.HasPrefix(r, "/") {
+			r = dir
+		}
+		seen[dir] = r
+		return r
+	}
+}
+
+// lineLink is a symbolic link a line makes (ln -s TARGET LINK): both
+// paths resolved as the line's operands are (absolute, under ~, or
+// relative to a directory the line does not tell), cleaned.
+type lineLink struct{ link, target string }
+
+// madeLinks returns the links c makes, if it is ln -s: ln -s T L makes L
+// (or L/T's name, when L is a directory), ln -s T makes T's name here,
+// and ln -s T1 T2 … DIR makes each T's name in DIR. A relative target is
+// taken from the link's directory. ln -t is not read.
+func madeLinks(c *Command, home string) []lineLink {
+	if c.Name != "ln" || !slices.Contains(c.Flags, "s") && !slices.Contains(c.Flags, "--symbolic") ||
+		slices.Contains(c.Flags, "t") || slices.ContainsFunc(c.Flags, func(f string) bool { return strings.HasPrefix(f, "--target-directory") }) {
+		return nil
+	}
+	place := func(p string) string { // where the line's paths put p
+		if r := resolvePath(c.Cwd, p); r != "" {
+			return r
+		}
+		if r := beyondHome(c.Cwd, p, home); r != "" {
+			return r
+		}
+		if c.Cwd == "" && p != "" && !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") && !strings.HasPrefix(p, "$") {
+			return path.Clean(p) // relative to a directory the line does not tell
+		}
+		return ""
+	}
+	var out []lineLink
+	add := func(target, link string) {
+		l := place(link)
+		if l == "" || l == "/" || l == "~" || l == "." || l == ".." || strings.HasPrefix(l, "../") {
+			return
+		}
+		t := target
+		if !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") {
+			t = path.Join(path.Dir(l), t)
+		} else if t = place(t); t == "" {
+			return
+		}
+		out = append(out, lineLink{l, path.Clean(t)})
+	}
+	ops := c.Operands
+	noDir := slices.Contains(c.Flags, "T") || slices.Contains(c.Flags, "--no-target-directory")
+	switch n := len(ops); {
+	case n == 1:
+		add(ops[0], path.Base(ops[0]))
+	case n == 2:
+		add(ops[0], ops[1])
+		if !noDir {
+			add(ops[0], path.Join(ops[1], path.Base(ops[0])))
+		}
+	case n > 2:
+		for _, t := range ops[:n-1] {
+			add(t, path.Join(ops[n-1], path.Base(t)))
+		}
+	}
+	return out
+}
+
+// throughLinks is p with a leading path that names one of the line's
+// links replaced by its target, the latest link of a name first, through
+// a chain of at most eight; p itself when none applies.
+func throughLinks(p string, links []lineLink) string {
+	if len(links) == 0 || p == "" || strings.HasPrefix(p, "$") {
+		return p
+	}
+	q := path.Clean(p)
+	for range 8 {
+		moved := false
+		for i := len(links) - 1; i >= 0; i-- {
+			l := links[i]
+			if rest, ok := strings.CutPrefix(q, l.link); ok && (rest == "" || strings.HasPrefix(rest, "/")) {
+				q, moved = path.Clean(l.target+rest), true
+				break
+			}
+		}
+		if !moved {
+			break
+		}
+	}
+	if q == path.Clean(p) {
+		return p
+	}
+	return q
+}
+
 // beyondHome resolves a path that climbs out of ~ (~/../../proc/x, or
 // ../../x from a directory under ~), which resolvePath leaves unresolved,
 // through the home directory ~ stands for: "" when home is unknown or p
@@ -128,7 +271,19 @@ func ddFile(name, o string) (key, file string, ok bool) {
 // of=FILE (the file dd writes) is of= and FILE resolved, which the rules
 // on written files read with the argument as written, and if=FILE's (the
 // file it reads) is if= and FILE resolved.
-func derivePaths(sh *Shell, gw *Gateway) {
+//
+// Each path stays as the line writes it, resolved by its words; what it
+// reaches through symbolic links is recorded beside it (sh.reaches), and
+// a path's facts hold for what it reaches too (pathIndex.derive): the
+// links the line itself makes (ln -s, for the commands after it) and,
+// for the commands followed says act on their files (deletes, writes,
+// copies, permission changes) and for redirections to files, the links
+// on the disk. The gateway and its sessions see the same files, except
+// what each process sees of itself (/proc/self, /dev/fd), which is
+// judged as written. Both readings are judged: ~/.config may be a link
+// to a dotfiles directory, and ~/.config/gh/hosts.yml is sensitive
+// either way.
+func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 	home := ""
 	if gw != nil {
 		home = gw.Home
@@ -148,6 +303,7 @@ func derivePaths(sh *Shell, gw *Gateway) {
 		}
 	}
 	sh.GatewayRefs = nil
+	sh.reaches = nil
 	ref := func(p string) {
 		for _, g := range gwPaths {
 			if p == g.p || strings.HasPrefix(p, strings.TrimSuffix(g.p, "/")+"/") || g.prefix && strings.HasPrefix(p, g.p) {
@@ -155,15 +311,41 @@ func derivePaths(sh *Shell, gw *Gateway) {
 			}
 		}
 	}
+	// The links the line makes, for the commands after the one that makes
+	// them: no look at the disk sees them before the line runs
+	// (ln -s / x && rm -rf x/etc).
+	var links []lineLink
+	real := realDirs()
 	for i := range sh.Commands {
 		c := &sh.Commands[i]
+		onDisk := followed != nil && followed(c)
+		// resolve returns o resolved, and records what it reaches.
+		resolve := func(o string, disk bool) string {
+			p := resolveOperand(c.Cwd, o, home)
+			reach := p
+			if disk {
+				reach = physical(reach, home, real)
+			}
+			reach = throughLinks(reach, links)
+			if reach != p {
+				if sh.reaches == nil {
+					sh.reaches = map[string]string{}
+				}
+				sh.reaches[p] = reach
+			}
+			if len(gwPaths) > 0 {
+				ref(p)
+				ref(reach)
+			}
+			return p
+		}
 		c.Paths = c.Operands // shared while every operand resolves to itself
 		for j, o := range c.Operands {
 			var p string
 			if k, v, ok := ddFile(c.Name, o); ok {
-				p = k + resolveOperand(c.Cwd, v, home)
+				p = k + resolve(v, onDisk)
 			} else {
-				p = resolveOperand(c.Cwd, o, home)
+				p = resolve(o, onDisk)
 			}
 			if p != o {
 				if &c.Paths[0] == &c.Operands[0] {
@@ -171,29 +353,36 @@ func derivePaths(sh *Shell, gw *Gateway) {
 				}
 				c.Paths[j] = p
 			}
-			if len(gwPaths) > 0 {
-				ref(p)
-			}
 		}
 		for j := range c.Redirects {
 			r := &c.Redirects[j]
 			r.Path = ""
-			if p := resolveOperand(c.Cwd, r.Target, home); p != r.Target {
+			// A descriptor (2>&1) is no file.
+			if p := resolve(r.Target, r.Op != ">&" && r.Op != "<&"); p != r.Target {
 				r.Path = p
-			}
-			if len(gwPaths) > 0 {
-				ref(resolveOperand(c.Cwd, r.Target, home))
 			}
 		}
 		if len(gwPaths) > 0 {
 			for _, a := range c.Args {
 				if _, v, ok := strings.Cut(a, "="); ok {
-					ref(resolveOperand(c.Cwd, v, home))
+					resolve(v, onDisk)
 				}
 			}
 		}
+		links = append(links, madeLinks(c, home)...)
+		if len(links) > maxLineLinks {
+			// Each path is compared with each link: past the bound the
+			// line is asked about (input.unparseable), the latest links
+			// still followed.
+			sh.notFollowed("the line makes more symbolic links than the gateway follows")
+			links = links[len(links)-maxLineLinks:]
+		}
 	}
 }
+
+// maxLineLinks bounds the links a line makes that its paths are followed
+// through.
+const maxLineLinks = 32
 
 // deriveHosts fills sh.Hosts: the canonical host of every URL in the
 // arguments of commands that are not data commands, every bare host

@@ -308,7 +308,7 @@ func (b *Bundle) index(sh *Shell, gw *Gateway) {
 			b.lists.mark(&sh.WordsListed, a)
 		}
 	}
-	derivePaths(sh, gw)
+	derivePaths(sh, gw, b.followed)
 	for _, c := range sh.Commands {
 		for i, p := range c.Paths {
 			if p != c.Operands[i] {
@@ -405,6 +405,25 @@ func (b *Bundle) derive(in *Input, ownShell bool) {
 		b.index(&sh, in.Gateway)
 		in.Shell = &sh
 	}
+}
+
+// followedLists are the lists of the commands whose operands the engine
+// resolves through the links on the disk (derivePaths): those the rules
+// on deleted, written, copied and re-permitted files read.
+var followedLists = []string{"delete_commands", "other_delete_commands", "copy_commands", "file_commands", "in_place_editors", "permission_commands"}
+
+// followed reports whether c's operands are resolved through the links on
+// the disk: c is in one of followedLists, or is tee or dd.
+func (b *Bundle) followed(c *Command) bool {
+	if c.Name == "tee" || c.Name == "dd" {
+		return true
+	}
+	for _, l := range c.Listed {
+		if slices.Contains(followedLists, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // listIndex tells which lists of data.termgate.lists hold a string. A list

@@ -109,7 +109,7 @@ func (pi *pathIndex) isSensitive(p string) bool {
 }
 
 // derive sets sh.PathFacts from sh's commands (their Paths derived
-// first) and its write targets (derived first too: dd's of= file and a
+// first, and what each reaches through links: sh.reaches) and its write targets (derived first too: dd's of= file and a
 // tee's resolved path are no word of a command, and file.sensitive_write
 // asks of each target); nil, absent from the document, without an index.
 func (pi *pathIndex) derive(sh *Shell) {
@@ -120,7 +120,13 @@ func (pi *pathIndex) derive(sh *Shell) {
 	sh.PathFacts = map[string]PathFact{}
 	add := func(w string) {
 		if _, ok := sh.PathFacts[w]; !ok {
-			sh.PathFacts[w] = PathFact{Protected: pi.isProtected(w), Sensitive: pi.isSensitive(w)}
+			f := PathFact{Protected: pi.isProtected(w), Sensitive: pi.isSensitive(w)}
+			if r, ok := sh.reaches[w]; ok {
+				// What the path reaches through links counts as well.
+				f.Protected = f.Protected || pi.isProtected(r)
+				f.Sensitive = f.Sensitive || pi.isSensitive(r)
+			}
+			sh.PathFacts[w] = f
 		}
 	}
 	for _, c := range sh.Commands {

@@ -100,6 +100,10 @@ type Shell struct {
 	// Derived by the engine; absent when the bundle has no
 	// protected_paths or sensitive_write_globs lists.
 	PathFacts map[string]PathFact `json:"path_facts,omitempty"`
+	// reaches maps a path of the line to what it reaches through symbolic
+	// links, where that differs (derivePaths); its facts hold for the
+	// path too.
+	reaches map[string]string
 	// WriteTargets are the files the commands write, as the bundle's
 	// write_target rules find them (see Bundle.writeTargets). Derived by
 	// the engine.

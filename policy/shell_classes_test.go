@@ -250,6 +250,75 @@ func TestTrailingSlashFollowsTheLink(t *testing.T) {
 	}
 }
 
+// TestPathsFollowLinks: a path through a link names the link's target, as
+// the kernel resolves it: a link on the disk in the path's directory
+// (x/etc, with x a link to /), and a link the line itself makes, for the
+// commands after it.
+func TestPathsFollowLinks(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	p := filepath.Join(home, "p")
+	dots := filepath.Join(dir, "dotfiles")
+	for _, d := range []string{filepath.Join(p, "out", "cache"), filepath.Join(home, ".ssh"), filepath.Join(dots, "aws")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		filepath.Join(p, "root"): "/", filepath.Join(p, "build"): filepath.Join(p, "out"), filepath.Join(p, "keys"): filepath.Join(home, ".ssh"),
+		filepath.Join(home, ".aws"): filepath.Join(dots, "aws"), // a dotfiles manager's link
+	} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := defaultEngine(t)
+	for line, want := range map[string]string{
+		// Links on the disk.
+		"rm -rf root/etc":               "deny",
+		"rm -rf ./root/usr/":            "deny",
+		"chmod -R 777 root/etc":         "deny",
+		"echo x > keys/authorized_keys": "deny",
+		"cp k keys/authorized_keys":     "deny",
+		"rm -rf build/cache":            "allow",
+		"ls root/etc":                   "allow",
+		"cat /proc/self/cwd/README":     "allow",
+		// A path through a link is judged as written too: ~/.aws is a
+		// link to the dotfiles, and ~/.aws/credentials is still itself.
+		"cd ~/.aws && echo x > credentials": "deny",
+		// Links the line makes.
+		"ln -s / x && rm -rf x/etc":                "deny",
+		"ln -s /etc x; rm -rf x/":                  "deny",
+		"ln -sf / x; cd x; rm -rf usr":             "deny",
+		"ln -s ~/.ssh k && cp y k/authorized_keys": "deny",
+		"ln -s /etc x && ln -s x y && rm -rf y/":   "deny",
+		"ln -s .. up; rm -rf up/p":                 "allow",
+		"rm -rf x; ln -s /etc x":                   "allow",
+		"ln -s ../shared/cache c && rm -rf c/tmp":  "allow",
+	} {
+		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line, Cwd: p, Gateway: &Gateway{Home: home}})
+		if err != nil || d.Action != want {
+			t.Errorf("%q: %s %s (%s) %v, want %s", line, d.Action, d.Rule, d.Reason, err, want)
+		}
+	}
+	// With no directory known, a link the line makes is still followed by
+	// the relative paths after it.
+	for line, want := range map[string]string{
+		"ln -s / x && rm -rf x/etc": "deny", "ln -s /etc x; rm -rf x/": "deny", "ln -s / x; rm -rf y/etc": "allow",
+	} {
+		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line})
+		if err != nil || d.Action != want {
+			t.Errorf("no cwd, %q: %s %s (%s) %v, want %s", line, d.Action, d.Rule, d.Reason, err, want)
+		}
+	}
+	// Past the links a line may make, the line is asked about.
+	line := "ln -s / x; " + strings.Repeat("ln -s a b; ", 3000) + "rm -rf x/etc"
+	d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line, Cwd: p, Gateway: &Gateway{Home: home}})
+	if err != nil || d.Action == "allow" {
+		t.Errorf("3,000 links, then rm -rf x/etc: %s %s (%s) %v, want it stopped", d.Action, d.Rule, d.Reason, err)
+	}
+}
+
 // TestGatewayPathsAsConfigured: the gateway's own files are judged at the
 // paths the gateway was configured with, whatever the spelling.
 func TestGatewayPathsAsConfigured(t *testing.T) {
