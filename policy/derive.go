@@ -71,8 +71,8 @@ func (in *Input) startCwd() string {
 }
 
 // resolveOperand is p resolved against cwd, for the policy: lexically,
-// and a path written with a trailing slash that is a symbolic link as the
-// link's target (rm -rf link/ removes what the link points to). An
+// and a path written with a trailing slash (or /.) that is a symbolic
+// link as the link's target (rm -rf link/ removes what the link points to). An
 // operand that cannot be resolved is itself.
 func resolveOperand(cwd, p, home string) string {
 	r := resolvePath(cwd, p)
@@ -82,7 +82,7 @@ func resolveOperand(cwd, p, home string) string {
 	if r == "" {
 		return p
 	}
-	if strings.HasSuffix(p, "/") && r != "/" && r != "~" {
+	if (strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.")) && r != "/" && r != "~" {
 		if abs := homeAbs(r, home); abs != "" {
 			if fi, err := os.Lstat(abs); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 				if t, err := filepath.EvalSymlinks(abs); err == nil {
@@ -94,27 +94,35 @@ func resolveOperand(cwd, p, home string) string {
 	return r
 }
 
-// physical is the resolved path r with the links of its directory on the
-// disk followed (real), as the kernel will follow them: x/etc, with x a
-// link to /, is /etc. Under ~ it is written from ~, also when the home
-// directory is itself reached through a link. r itself when nothing
-// changes, or it lies where links name the process that follows them.
-func physical(r, home string, real func(string) string) string {
+// physical is the resolved path r with the links on the way to it on the
+// disk followed, as the kernel will follow them: the links of its
+// directory (x/etc, with x a link to /, is /etc), and its own when final
+// (the command follows its last component: a write, a chmod). Under ~ it
+// is written from ~, also when the home directory is itself reached
+// through a link. r itself when nothing changes, or it lies where links
+// name the process that follows them.
+func physical(r, home string, real *realDirs, final bool) string {
 	abs := homeAbs(r, home)
 	if abs == "" || r == "/" || r == "~" || perProcess(abs) {
 		return r
 	}
-	dir := real(path.Dir(abs))
-	if dir == path.Dir(abs) {
-		return r
+	var to string
+	if final {
+		to = real.dir(abs) // abs itself when it does not exist
 	}
-	abs = path.Join(dir, path.Base(abs))
+	if to == "" || to == abs {
+		dir := real.dir(path.Dir(abs))
+		if dir == path.Dir(abs) {
+			return r
+		}
+		to = path.Join(dir, path.Base(abs))
+	}
 	if home != "" {
-		if rh := real(path.Clean(home)); rh != "/" && (abs == rh || strings.HasPrefix(abs, rh+"/")) {
-			return homeRel(path.Join(path.Clean(home), strings.TrimPrefix(abs, rh)), home)
+		if rh := real.dir(path.Clean(home)); rh != "/" && (to == rh || strings.HasPrefix(to, rh+"/")) {
+			return homeRel(path.Join(path.Clean(home), strings.TrimPrefix(to, rh)), home)
 		}
 	}
-	return homeRel(abs, home)
+	return homeRel(to, home)
 }
 
 // perProcess reports whether p lies in a file system whose links name
@@ -130,42 +138,59 @@ func perProcess(p string) bool {
 	return false
 }
 
-// realDirs returns a function that follows the links of a directory on
-// the disk (filepath.EvalSymlinks), remembering each answer for one
-// line; a directory that does not exist, or whose links cannot be
-// followed, is itself.
-func realDirs() func(string) string {
-	seen := map[string]string{}
-	return func(dir string) string {
-		if dir == "/" {
-			return dir
-		}
-		if r, ok := seen[dir]; ok {
-			return r
-		}
-		r, err := filepath.EvalSymlinks(dir)
-		if err != nil || !strings.HasPrefix(r, "/") {
-			r = dir
-		}
-		seen[dir] = r
+// realDirs follows the links of paths on the disk
+// (filepath.EvalSymlinks), remembering each answer for one line.
+type realDirs struct{ seen map[string]string }
+
+// dir is dir (a directory or a file) with its links followed, or dir
+// itself when it does not exist or its links cannot be followed.
+func (rd *realDirs) dir(dir string) string {
+	if dir == "/" {
+		return dir
+	}
+	if r, ok := rd.seen[dir]; ok {
 		return r
 	}
+	r, err := filepath.EvalSymlinks(dir)
+	if err != nil || !strings.HasPrefix(r, "/") {
+		r = dir
+	}
+	if rd.seen == nil {
+		rd.seen = map[string]string{}
+	}
+	rd.seen[dir] = r
+	return r
 }
 
 // lineLink is a symbolic link a line makes (ln -s TARGET LINK): both
 // paths resolved as the line's operands are (absolute, under ~, or
-// relative to a directory the line does not tell), cleaned.
+// relative to a directory the line does not tell), cleaned. target is ""
+// when the line does not tell it (ln -s "$d" x).
 type lineLink struct{ link, target string }
+
+// longFlag reports whether one of flags is the long option name or an
+// abbreviation of it getopt takes (at least min characters: --sy for
+// --symbolic, which --s would share with --suffix).
+func longFlag(flags []string, name string, min int) bool {
+	return slices.ContainsFunc(flags, func(f string) bool {
+		f, _, _ = strings.Cut(f, "=")
+		return len(f) >= min && strings.HasPrefix(name, f)
+	})
+}
 
 // madeLinks returns the links c makes, if it is ln -s: ln -s T L makes L
 // (or L/T's name, when L is a directory), ln -s T makes T's name here,
 // and ln -s T1 T2 … DIR makes each T's name in DIR. A relative target is
-// taken from the link's directory. ln -t is not read.
-func madeLinks(c *Command, home string) []lineLink {
-	if c.Name != "ln" || !slices.Contains(c.Flags, "s") && !slices.Contains(c.Flags, "--symbolic") ||
-		slices.Contains(c.Flags, "t") || slices.ContainsFunc(c.Flags, func(f string) bool { return strings.HasPrefix(f, "--target-directory") }) {
-		return nil
+// taken from the link's directory (from c's, with -r). ok is false for
+// ln -s -t DIR, which this does not read.
+func madeLinks(c *Command, home string) (links []lineLink, ok bool) {
+	if c.Name != "ln" || !slices.Contains(c.Flags, "s") && !longFlag(c.Flags, "--symbolic", 4) {
+		return nil, true
 	}
+	if slices.Contains(c.Flags, "t") || longFlag(c.Flags, "--target-directory", 3) {
+		return nil, false
+	}
+	relative := slices.Contains(c.Flags, "r") || longFlag(c.Flags, "--relative", 3)
 	place := func(p string) string { // where the line's paths put p
 		if r := resolvePath(c.Cwd, p); r != "" {
 			return r
@@ -178,22 +203,24 @@ func madeLinks(c *Command, home string) []lineLink {
 		}
 		return ""
 	}
-	var out []lineLink
 	add := func(target, link string) {
 		l := place(link)
 		if l == "" || l == "/" || l == "~" || l == "." || l == ".." || strings.HasPrefix(l, "../") {
 			return
 		}
-		t := target
-		if !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") {
-			t = path.Join(path.Dir(l), t)
-		} else if t = place(t); t == "" {
-			return
+		var t string
+		switch {
+		case strings.HasPrefix(target, "$") || strings.Contains(target, "$(") || strings.Contains(target, "`"):
+			// A place the line does not tell.
+		case relative || strings.HasPrefix(target, "/") || strings.HasPrefix(target, "~"):
+			t = place(target)
+		default:
+			t = path.Join(path.Dir(l), target)
 		}
-		out = append(out, lineLink{l, path.Clean(t)})
+		links = append(links, lineLink{l, t})
 	}
 	ops := c.Operands
-	noDir := slices.Contains(c.Flags, "T") || slices.Contains(c.Flags, "--no-target-directory")
+	noDir := slices.Contains(c.Flags, "T") || longFlag(c.Flags, "--no-target-directory", 6)
 	switch n := len(ops); {
 	case n == 1:
 		add(ops[0], path.Base(ops[0]))
@@ -207,34 +234,49 @@ func madeLinks(c *Command, home string) []lineLink {
 			add(t, path.Join(ops[n-1], path.Base(t)))
 		}
 	}
-	return out
+	return links, true
 }
 
-// throughLinks is p with a leading path that names one of the line's
-// links replaced by its target, the latest link of a name first, through
-// a chain of at most eight; p itself when none applies.
-func throughLinks(p string, links []lineLink) string {
+// maxLinkChain bounds a chain of the line's links followed for one path.
+const maxLinkChain = 8
+
+// throughLinks is what p (written as w) reaches through the line's
+// links, the latest link of a name first: a path that goes on past a
+// link goes through it, and one that names the link itself goes through
+// it when the command follows its last component (final: a write, a
+// chmod) or w ends in / or /. (rm x removes the link x; rm -rf x/ what it
+// points to). itself is true when p names a link itself: p is then only
+// the link's name. ok is false when a link on the way goes to a place the
+// line does not tell, or the chain is longer than maxLinkChain.
+func throughLinks(p, w string, final bool, links []lineLink) (reach string, itself, ok bool) {
 	if len(links) == 0 || p == "" || strings.HasPrefix(p, "$") {
-		return p
+		return p, false, true
 	}
+	final = final || strings.HasSuffix(w, "/") || strings.HasSuffix(w, "/.")
 	q := path.Clean(p)
-	for range 8 {
-		moved := false
-		for i := len(links) - 1; i >= 0; i-- {
-			l := links[i]
-			if rest, ok := strings.CutPrefix(q, l.link); ok && (rest == "" || strings.HasPrefix(rest, "/")) {
-				q, moved = path.Clean(l.target+rest), true
+	for hop := range maxLinkChain + 1 {
+		i := len(links) - 1
+		for ; i >= 0; i-- {
+			rest, cut := strings.CutPrefix(q, links[i].link)
+			if cut && (rest == "" && final || strings.HasPrefix(rest, "/")) {
 				break
 			}
 		}
-		if !moved {
-			break
+		if i < 0 {
+			if hop == 0 {
+				return p, false, true
+			}
+			return q, itself, true
 		}
+		if links[i].target == "" {
+			return p, false, false
+		}
+		if hop == 0 {
+			itself = q == links[i].link
+		}
+		q = path.Clean(links[i].target + strings.TrimPrefix(q, links[i].link))
 	}
-	if q == path.Clean(p) {
-		return p
-	}
-	return q
+	return p, false, false
 }
 
 // beyondHome resolves a path that climbs out of ~ (~/../../proc/x, or
@@ -315,23 +357,33 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 	// them: no look at the disk sees them before the line runs
 	// (ln -s / x && rm -rf x/etc).
 	var links []lineLink
-	real := realDirs()
+	var real realDirs
 	for i := range sh.Commands {
 		c := &sh.Commands[i]
 		onDisk := followed != nil && followed(c)
+		final := finalFollowers[c.Name]
 		// resolve returns o resolved, and records what it reaches.
-		resolve := func(o string, disk bool) string {
+		resolve := func(o string, disk, final bool) string {
 			p := resolveOperand(c.Cwd, o, home)
 			reach := p
 			if disk {
-				reach = physical(reach, home, real)
+				reach = physical(reach, home, &real, final)
 			}
-			reach = throughLinks(reach, links)
+			reach, itself, ok := throughLinks(reach, o, final, links)
+			if !ok {
+				sh.notFollowed("a path goes through a symbolic link the line makes to a place it does not tell, or through too many")
+			}
+			if itself {
+				// The name of a link the line made, which the command
+				// follows: only its target is there to judge (and the
+				// ln's own operand keeps its name's facts).
+				p = reach
+			}
 			if reach != p {
 				if sh.reaches == nil {
-					sh.reaches = map[string]string{}
+					sh.reaches = map[string][]string{}
 				}
-				sh.reaches[p] = reach
+				sh.reaches[p] = addOnce(sh.reaches[p], reach)
 			}
 			if len(gwPaths) > 0 {
 				ref(p)
@@ -343,9 +395,9 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 		for j, o := range c.Operands {
 			var p string
 			if k, v, ok := ddFile(c.Name, o); ok {
-				p = k + resolve(v, onDisk)
+				p = k + resolve(v, onDisk, final)
 			} else {
-				p = resolve(o, onDisk)
+				p = resolve(o, onDisk, final)
 			}
 			if p != o {
 				if &c.Paths[0] == &c.Operands[0] {
@@ -358,18 +410,23 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 			r := &c.Redirects[j]
 			r.Path = ""
 			// A descriptor (2>&1) is no file.
-			if p := resolve(r.Target, r.Op != ">&" && r.Op != "<&"); p != r.Target {
+			file := r.Op != ">&" && r.Op != "<&"
+			if p := resolve(r.Target, file, file); p != r.Target {
 				r.Path = p
 			}
 		}
 		if len(gwPaths) > 0 {
 			for _, a := range c.Args {
 				if _, v, ok := strings.Cut(a, "="); ok {
-					resolve(v, onDisk)
+					resolve(v, onDisk, final)
 				}
 			}
 		}
-		links = append(links, madeLinks(c, home)...)
+		made, ok := madeLinks(c, home)
+		if !ok {
+			sh.notFollowed("ln -t makes links the gateway does not follow")
+		}
+		links = append(links, made...)
 		if len(links) > maxLineLinks {
 			// Each path is compared with each link: past the bound the
 			// line is asked about (input.unparseable), the latest links
@@ -381,8 +438,17 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 }
 
 // maxLineLinks bounds the links a line makes that its paths are followed
-// through.
-const maxLineLinks = 32
+// through (ln -s T L makes two: L, and L/T's name should L be a
+// directory).
+const maxLineLinks = 64
+
+// finalFollowers are the commands that follow a link their operand names
+// (a write opens it, chmod changes its target); rm, mv, ln, install,
+// sed -i and the like act on the link itself.
+var finalFollowers = map[string]bool{
+	"cp": true, "truncate": true, "touch": true, "tee": true, "dd": true,
+	"chmod": true, "chown": true, "chgrp": true, "setfacl": true,
+}
 
 // deriveHosts fills sh.Hosts: the canonical host of every URL in the
 // arguments of commands that are not data commands, every bare host

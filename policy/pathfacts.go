@@ -121,8 +121,9 @@ func (pi *pathIndex) derive(sh *Shell) {
 	add := func(w string) {
 		if _, ok := sh.PathFacts[w]; !ok {
 			f := PathFact{Protected: pi.isProtected(w), Sensitive: pi.isSensitive(w)}
-			if r, ok := sh.reaches[w]; ok {
-				// What the path reaches through links counts as well.
+			for _, r := range sh.reaches[w] {
+				// What the path reaches through links counts as well,
+				// wherever on the line it does.
 				f.Protected = f.Protected || pi.isProtected(r)
 				f.Sensitive = f.Sensitive || pi.isSensitive(r)
 			}

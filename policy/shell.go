@@ -103,7 +103,7 @@ type Shell struct {
 	// reaches maps a path of the line to what it reaches through symbolic
 	// links, where that differs (derivePaths); its facts hold for the
 	// path too.
-	reaches map[string]string
+	reaches map[string][]string
 	// WriteTargets are the files the commands write, as the bundle's
 	// write_target rules find them (see Bundle.writeTargets). Derived by
 	// the engine.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -267,6 +268,7 @@ func TestPathsFollowLinks(t *testing.T) {
 	for link, target := range map[string]string{
 		filepath.Join(p, "root"): "/", filepath.Join(p, "build"): filepath.Join(p, "out"), filepath.Join(p, "keys"): filepath.Join(home, ".ssh"),
 		filepath.Join(home, ".aws"): filepath.Join(dots, "aws"), // a dotfiles manager's link
+		filepath.Join(p, "etcl"):    "/etc", filepath.Join(p, "pwl"): "/etc/passwd",
 	} {
 		if err := os.Symlink(target, link); err != nil {
 			t.Fatal(err)
@@ -294,7 +296,31 @@ func TestPathsFollowLinks(t *testing.T) {
 		"ln -s /etc x && ln -s x y && rm -rf y/":   "deny",
 		"ln -s .. up; rm -rf up/p":                 "allow",
 		"rm -rf x; ln -s /etc x":                   "allow",
-		"ln -s ../shared/cache c && rm -rf c/tmp":  "allow",
+		// The link's own last component is followed by what follows it
+		// (a write, chmod; a trailing / or /.), not by rm or unlink.
+		"echo x > pwl":                        "deny",
+		"cp /tmp/x pwl":                       "deny",
+		"chmod -R 777 etcl":                   "deny",
+		"rm -rf etcl/.":                       "deny",
+		"rm -f pwl":                           "allow",
+		"ln -s /etc/passwd pw && echo x > pw": "deny",
+		"ln --sym / x && rm -rf x/etc":        "deny",
+		// A later link of the same name does not hide an earlier reach.
+		"rm -rf root/etc; ln -sfn /tmp root; : root/etc":   "deny",
+		"ln -s / x; rm -rf x/etc; ln -sfn /tmp x; : x/etc": "deny",
+		// Mentions of a link that do not follow it.
+		"ln -s /usr/bin/python3 py && ls -l py":         "allow",
+		"ln -s /usr/share/dict/words w && cp w mywords": "allow",
+		"ln -s /etc/hosts h && unlink h":                "allow",
+		"ln -s /etc/hosts h && cat h > copy && rm h":    "allow",
+		// Where the line does not tell the link's target, or makes too
+		// long a chain, or uses ln -t, the line is asked about.
+		`ln -s "$HOME" x && rm -rf x/.ssh`:            "confirm",
+		"ln -s -t . /etc && rm -rf etc/":              "confirm",
+		"ln -s / l0; " + chain(10) + "rm -rf l10/etc": "confirm",
+		"ln -s / l0; " + chain(6) + "rm -rf l6/etc":   "deny",
+		dotfiles(17): "allow",
+		"ln -s ../shared/cache c && rm -rf c/tmp": "allow",
 	} {
 		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line, Cwd: p, Gateway: &Gateway{Home: home}})
 		if err != nil || d.Action != want {
@@ -317,6 +343,25 @@ func TestPathsFollowLinks(t *testing.T) {
 	if err != nil || d.Action == "allow" {
 		t.Errorf("3,000 links, then rm -rf x/etc: %s %s (%s) %v, want it stopped", d.Action, d.Rule, d.Reason, err)
 	}
+}
+
+// chain is n links, each to the one before it: ln -s l0 l1; … ln -s
+// l(n-1) ln; .
+func chain(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "ln -s l%d l%d; ", i-1, i)
+	}
+	return b.String()
+}
+
+// dotfiles is a setup line that links n dotfiles into ~.
+func dotfiles(n int) string {
+	var ls []string
+	for i := range n {
+		ls = append(ls, fmt.Sprintf("ln -sf ~/dotfiles/f%d ~/.f%d", i, i))
+	}
+	return strings.Join(ls, "; ")
 }
 
 // TestGatewayPathsAsConfigured: the gateway's own files are judged at the
