@@ -166,7 +166,12 @@ func (rd *realDirs) dir(dir string) string {
 // paths resolved as the line's operands are (absolute, under ~, or
 // relative to a directory the line does not tell), cleaned. target is ""
 // when the line does not tell it (ln -s "$d" x).
-type lineLink struct{ link, target string }
+type lineLink struct {
+	link, target string
+	// sure is true when the disk showed the link's name is not a
+	// directory (where ln would put the link inside it instead).
+	sure bool
+}
 
 // longFlag reports whether one of flags is the long option name or an
 // abbreviation of it getopt takes (at least min characters: --sy for
@@ -203,35 +208,61 @@ func madeLinks(c *Command, home string) (links []lineLink, ok bool) {
 		}
 		return ""
 	}
-	add := func(target, link string) {
+	target := func(t, l string) string {
+		switch {
+		case t == "$PWD" || t == "${PWD}" || t == "$(pwd)" || t == "`pwd`":
+			return place(".")
+		case strings.HasPrefix(t, "$PWD/") || strings.HasPrefix(t, "${PWD}/") || strings.HasPrefix(t, "$(pwd)/") || strings.HasPrefix(t, "`pwd`/"):
+			if c.Cwd == "" {
+				return ""
+			}
+			_, rest, _ := strings.Cut(t, "/")
+			return place(rest)
+		case relative || strings.HasPrefix(t, "/") || strings.HasPrefix(t, "~") || strings.HasPrefix(t, "$HOME") || strings.HasPrefix(t, "${HOME}"):
+			return place(t)
+		case strings.HasPrefix(t, "$") || strings.Contains(t, "$(") || strings.Contains(t, "`"):
+			return "" // a place the line does not tell
+		}
+		return path.Join(path.Dir(l), t)
+	}
+	add := func(t, link string, sure bool) {
 		l := place(link)
 		if l == "" || l == "/" || l == "~" || l == "." || l == ".." || strings.HasPrefix(l, "../") {
 			return
 		}
-		var t string
-		switch {
-		case strings.HasPrefix(target, "$") || strings.Contains(target, "$(") || strings.Contains(target, "`"):
-			// A place the line does not tell.
-		case relative || strings.HasPrefix(target, "/") || strings.HasPrefix(target, "~"):
-			t = place(target)
-		default:
-			t = path.Join(path.Dir(l), target)
+		links = append(links, lineLink{l, target(t, l), sure})
+	}
+	// isDir tells whether p names a directory on the disk now (ln then
+	// makes the link inside it), or known is false.
+	isDir := func(p string) (dir, known bool) {
+		abs := homeAbs(place(p), home)
+		if !strings.HasPrefix(abs, "/") {
+			return false, false
 		}
-		links = append(links, lineLink{l, t})
+		fi, err := os.Stat(abs)
+		return err == nil && fi.IsDir(), true
 	}
 	ops := c.Operands
 	noDir := slices.Contains(c.Flags, "T") || longFlag(c.Flags, "--no-target-directory", 6)
 	switch n := len(ops); {
 	case n == 1:
-		add(ops[0], path.Base(ops[0]))
+		_, known := isDir(".")
+		add(ops[0], path.Base(ops[0]), known)
 	case n == 2:
-		add(ops[0], ops[1])
-		if !noDir {
-			add(ops[0], path.Join(ops[1], path.Base(ops[0])))
+		dir, known := isDir(ops[1])
+		switch {
+		case noDir || known && !dir:
+			add(ops[0], ops[1], known)
+		case known && dir:
+			add(ops[0], path.Join(ops[1], path.Base(ops[0])), true)
+		default: // either
+			add(ops[0], ops[1], false)
+			add(ops[0], path.Join(ops[1], path.Base(ops[0])), false)
 		}
 	case n > 2:
+		_, known := isDir(ops[n-1])
 		for _, t := range ops[:n-1] {
-			add(t, path.Join(ops[n-1], path.Base(t)))
+			add(t, path.Join(ops[n-1], path.Base(t)), known)
 		}
 	}
 	return links, true
@@ -245,8 +276,8 @@ const maxLinkChain = 8
 // link goes through it, and one that names the link itself goes through
 // it when the command follows its last component (final: a write, a
 // chmod) or w ends in / or /. (rm x removes the link x; rm -rf x/ what it
-// points to). itself is true when p names a link itself: p is then only
-// the link's name. ok is false when a link on the way goes to a place the
+// points to). itself is true when p names a link itself that the disk
+// showed is no directory: p is then only the link's name. ok is false when a link on the way goes to a place the
 // line does not tell, or the chain is longer than maxLinkChain.
 func throughLinks(p, w string, final bool, links []lineLink) (reach string, itself, ok bool) {
 	if len(links) == 0 || p == "" || strings.HasPrefix(p, "$") {
@@ -272,7 +303,7 @@ func throughLinks(p, w string, final bool, links []lineLink) (reach string, itse
 			return p, false, false
 		}
 		if hop == 0 {
-			itself = q == links[i].link
+			itself = q == links[i].link && links[i].sure
 		}
 		q = path.Clean(links[i].target + strings.TrimPrefix(q, links[i].link))
 	}
@@ -358,6 +389,7 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 	// (ln -s / x && rm -rf x/etc).
 	var links []lineLink
 	var real realDirs
+	var gone map[string]bool // paths rm, unlink, rmdir or mv took away
 	for i := range sh.Commands {
 		c := &sh.Commands[i]
 		onDisk := followed != nil && followed(c)
@@ -367,10 +399,12 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 			p := resolveOperand(c.Cwd, o, home)
 			reach := p
 			if disk {
-				reach = physical(reach, home, &real, final)
+				// A name an earlier command of the line removed or moved
+				// away is no longer the link the disk holds.
+				reach = physical(reach, home, &real, final && !gone[p])
 			}
 			reach, itself, ok := throughLinks(reach, o, final, links)
-			if !ok {
+			if !ok && disk {
 				sh.notFollowed("a path goes through a symbolic link the line makes to a place it does not tell, or through too many")
 			}
 			if itself {
@@ -422,6 +456,14 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 				}
 			}
 		}
+		if taken := takenAway(c); len(taken) > 0 {
+			if gone == nil {
+				gone = map[string]bool{}
+			}
+			for _, p := range taken {
+				gone[p] = true
+			}
+		}
 		made, ok := madeLinks(c, home)
 		if !ok {
 			sh.notFollowed("ln -t makes links the gateway does not follow")
@@ -435,6 +477,20 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 			links = links[len(links)-maxLineLinks:]
 		}
 	}
+}
+
+// takenAway are the paths c removes or moves away: rm's, unlink's and
+// rmdir's, and mv's sources.
+func takenAway(c *Command) []string {
+	switch c.Name {
+	case "rm", "unlink", "rmdir":
+		return c.Paths
+	case "mv":
+		if n := len(c.Paths); n > 1 {
+			return c.Paths[:n-1]
+		}
+	}
+	return nil
 }
 
 // maxLineLinks bounds the links a line makes that its paths are followed

@@ -315,7 +315,14 @@ func TestPathsFollowLinks(t *testing.T) {
 		"ln -s /etc/hosts h && cat h > copy && rm h":    "allow",
 		// Where the line does not tell the link's target, or makes too
 		// long a chain, or uses ln -t, the line is asked about.
-		`ln -s "$HOME" x && rm -rf x/.ssh`:            "confirm",
+		`ln -s "$DIR" x && rm -rf x/etc`:                "confirm",
+		`ln -s "$HOME" x && rm -rf x/`:                  "deny",
+		`ln -sfn "$PWD/dist" current && ls current/`:    "allow",
+		`ln -sf "$(pwd)/config" cfg && cat cfg/app.yml`: "allow",
+		// A name removed earlier on the line is no longer the link the
+		// disk holds.
+		"rm -f pwl && touch pwl":                      "allow",
+		"unlink pwl; echo x > pwl":                    "allow",
 		"ln -s -t . /etc && rm -rf etc/":              "confirm",
 		"ln -s / l0; " + chain(10) + "rm -rf l10/etc": "confirm",
 		"ln -s / l0; " + chain(6) + "rm -rf l6/etc":   "deny",
@@ -325,6 +332,15 @@ func TestPathsFollowLinks(t *testing.T) {
 		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line, Cwd: p, Gateway: &Gateway{Home: home}})
 		if err != nil || d.Action != want {
 			t.Errorf("%q: %s %s (%s) %v, want %s", line, d.Action, d.Rule, d.Reason, err, want)
+		}
+	}
+	// ln -s T DIR makes DIR/T's name: from /, etc stays /etc.
+	for line, want := range map[string]string{
+		"ln -s /tmp/safe etc; rm -rf etc/": "deny", "ln -s /tmp/safe etc && chown -R nobody etc": "deny",
+	} {
+		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line, Cwd: "/", Gateway: &Gateway{Home: home}})
+		if err != nil || d.Action != want {
+			t.Errorf("in /, %q: %s %s (%s) %v, want %s", line, d.Action, d.Rule, d.Reason, err, want)
 		}
 	}
 	// With no directory known, a link the line makes is still followed by
