@@ -140,7 +140,10 @@ func perProcess(p string) bool {
 
 // realDirs follows the links of paths on the disk
 // (filepath.EvalSymlinks), remembering each answer for one line.
-type realDirs struct{ seen map[string]string }
+type realDirs struct {
+	seen map[string]string
+	read bool // a path was looked up
+}
 
 // dir is dir (a directory or a file) with its links followed, or dir
 // itself when it does not exist or its links cannot be followed.
@@ -151,6 +154,7 @@ func (rd *realDirs) dir(dir string) string {
 	if r, ok := rd.seen[dir]; ok {
 		return r
 	}
+	rd.read = true
 	r, err := filepath.EvalSymlinks(dir)
 	if err != nil || !strings.HasPrefix(r, "/") {
 		r = dir
@@ -376,7 +380,7 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 		}
 	}
 	sh.GatewayRefs = nil
-	sh.reaches = nil
+	sh.reaches, sh.readDisk = nil, false
 	ref := func(p string) {
 		for _, g := range gwPaths {
 			if p == g.p || strings.HasPrefix(p, strings.TrimSuffix(g.p, "/")+"/") || g.prefix && strings.HasPrefix(p, g.p) {
@@ -396,6 +400,9 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 		final := finalFollowers[c.Name]
 		// resolve returns o resolved, and records what it reaches.
 		resolve := func(o string, disk, final bool) string {
+			if strings.HasSuffix(o, "/") || strings.HasSuffix(o, "/.") {
+				sh.readDisk = true // resolveOperand looks the path up
+			}
 			p := resolveOperand(c.Cwd, o, home)
 			reach := p
 			if disk {
@@ -465,6 +472,9 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 			}
 		}
 		made, ok := madeLinks(c, home)
+		if len(made) > 0 {
+			sh.readDisk = true // madeLinks looked at the link's name
+		}
 		if !ok {
 			sh.notFollowed("ln -t makes links the gateway does not follow")
 		}
@@ -477,6 +487,7 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 			links = links[len(links)-maxLineLinks:]
 		}
 	}
+	sh.readDisk = sh.readDisk || real.read
 }
 
 // takenAway are the paths c removes or moves away: rm's, unlink's and

@@ -229,7 +229,8 @@
 // are each command's paths (its operands resolved lexically against its
 // cwd, ~/… under the home directory; a path with a trailing slash that is
 // a symbolic link, as its target; an operand that cannot be resolved
-// stays itself), each redirection's path (its target resolved likewise,
+// stays itself; what a path reaches through symbolic links, made by the
+// line or on the disk, counts in its path_facts), each redirection's path (its target resolved likewise,
 // when that differs), shell.hosts (the canonical host of each URL in an
 // argument, of a network client's bare host arguments and of /dev/tcp
 // redirections: every spelling of an IPv4 address, decimal, hex, octal,

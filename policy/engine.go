@@ -151,6 +151,11 @@ type Decision struct {
 	Input  *Input  `json:"-"`
 }
 
+// ReadFiles reports whether the engine's analysis of in looked at the
+// file system (a path's symbolic links): a decision on the same document
+// may differ once the files change, so it is not one to keep.
+func (in *Input) ReadFiles() bool { return in != nil && in.Shell != nil && in.Shell.readDisk }
+
 // Prepare fills the fields the gateway derives: the parsed shell line for
 // shells; for other programs the code, SQL and shell escapes typed into
 // them; and the code and SQL documents of what a line hands to

@@ -104,6 +104,10 @@ type Shell struct {
 	// links, where that differs (derivePaths); its facts hold for the
 	// path too.
 	reaches map[string][]string
+	// readDisk is true when deriving the paths looked at the file system
+	// (links on the disk): the same document may be decided otherwise
+	// once the files change.
+	readDisk bool
 	// WriteTargets are the files the commands write, as the bundle's
 	// write_target rules find them (see Bundle.writeTargets). Derived by
 	// the engine.

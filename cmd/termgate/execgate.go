@@ -677,10 +677,22 @@ func (x *execGate) decide(ctx context.Context, in GateInput) Decision {
 		return d
 	}
 	d := x.g.stages.decideOrAllow(ctx, in)
-	if !strings.HasPrefix(d.Rule, "policy.") && !readsLinks(in) {
+	if !strings.HasPrefix(d.Rule, "policy.") && !readsLinks(in) && !readFiles(d) {
 		x.cache.put(b, key, d)
 	}
 	return d
+}
+
+// readFiles reports whether the engine looked at the file system to make
+// d (a delete's or a write's path through a symbolic link): a link can be
+// pointed elsewhere between two execs of the same argv, so such a
+// decision is never kept.
+func readFiles(d Decision) bool {
+	if d.Policy == nil {
+		return false
+	}
+	in, ok := d.Policy.Input.(*policy.Input)
+	return ok && in.ReadFiles()
 }
 
 // readsLinks reports whether the decision on in may depend on the file

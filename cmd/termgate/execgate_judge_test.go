@@ -236,7 +236,36 @@ func TestExecJudgeLinksAreNotCached(t *testing.T) {
 	if v := rm(); v.Allow || v.Ask != nil {
 		t.Fatalf("rm -rf link/ with the link pointed at /: %+v", v)
 	}
-	// Without a trailing slash nothing is followed: the decision is kept.
+	// A link in the path's directory is followed too, and the decision
+	// that followed it is not kept either.
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "sub"), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub", "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rmEtc := func() sandbox.ExecVerdict {
+		r := execReq("rm", "-rf", "link/etc")
+		r.Cwd = dir
+		return judge(context.Background(), r)
+	}
+	if v := rmEtc(); !v.Allow {
+		t.Fatalf("rm -rf link/etc of a directory under the working directory was refused: %+v", v)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/", link); err != nil {
+		t.Fatal(err)
+	}
+	if v := rmEtc(); v.Allow || v.Ask != nil {
+		t.Fatalf("rm -rf link/etc with the link pointed at /: %+v", v)
+	}
+	// An argv without a trailing slash may still be one the engine looked
+	// up; readsLinks alone keeps it.
 	if !readsLinks(GateInput{}) || readsLinks(GateInput{Exec: &GateExec{Argv: []string{"rm", "-rf", "/tmp/a/b"}}}) ||
 		!readsLinks(GateInput{Exec: &GateExec{Argv: []string{"sh", "-c", "rm -rf x/ && ls"}}}) {
 		t.Fatal("readsLinks")
