@@ -237,13 +237,19 @@ func madeLinks(c *Command, home string) (links []lineLink, ok bool) {
 		links = append(links, lineLink{l, target(t, l), sure})
 	}
 	// isDir tells whether p names a directory on the disk now (ln then
-	// makes the link inside it), or known is false.
+	// makes the link inside it; with -n a link to one is replaced), or
+	// known is false.
+	noDeref := slices.Contains(c.Flags, "n") || longFlag(c.Flags, "--no-dereference", 6)
 	isDir := func(p string) (dir, known bool) {
 		abs := homeAbs(place(p), home)
 		if !strings.HasPrefix(abs, "/") {
 			return false, false
 		}
-		fi, err := os.Stat(abs)
+		stat := os.Stat
+		if noDeref {
+			stat = os.Lstat
+		}
+		fi, err := stat(abs)
 		return err == nil && fi.IsDir(), true
 	}
 	ops := c.Operands
@@ -404,13 +410,14 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 				sh.readDisk = true // resolveOperand looks the path up
 			}
 			p := resolveOperand(c.Cwd, o, home)
-			reach := p
+			// The links the line makes first: they replace what the disk
+			// holds at their names (ln -sf T x over an old link x).
+			reach, itself, ok := throughLinks(p, o, final, links)
 			if disk {
 				// A name an earlier command of the line removed or moved
 				// away is no longer the link the disk holds.
-				reach = physical(reach, home, &real, final && !gone[p])
+				reach = physical(reach, home, &real, final && !gone[reach])
 			}
-			reach, itself, ok := throughLinks(reach, o, final, links)
 			if !ok && disk {
 				sh.notFollowed("a path goes through a symbolic link the line makes to a place it does not tell, or through too many")
 			}
@@ -490,16 +497,23 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 	sh.readDisk = sh.readDisk || real.read
 }
 
-// takenAway are the paths c removes or moves away: rm's, unlink's and
-// rmdir's, and mv's sources.
+// takenAway are the paths c removes or moves away: rm's and unlink's,
+// and mv's sources (rmdir fails on a link; rm -i, mv -i and mv -n may
+// leave them).
 func takenAway(c *Command) []string {
-	switch c.Name {
-	case "rm", "unlink", "rmdir":
+	asks := slices.Contains(c.Flags, "i") || slices.Contains(c.Flags, "I") || slices.Contains(c.Flags, "n") ||
+		longFlag(c.Flags, "--interactive", 4) || longFlag(c.Flags, "--no-clobber", 5)
+	switch {
+	case c.Name == "unlink" || c.Name == "rm" && !asks:
 		return c.Paths
-	case "mv":
-		if n := len(c.Paths); n > 1 {
-			return c.Paths[:n-1]
+	case c.Name == "mv" && !asks && len(c.Paths) > 1:
+		var out []string
+		for _, p := range c.Paths[:len(c.Paths)-1] {
+			if p != c.Paths[len(c.Paths)-1] {
+				out = append(out, p)
+			}
 		}
+		return out
 	}
 	return nil
 }

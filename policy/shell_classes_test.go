@@ -321,8 +321,14 @@ func TestPathsFollowLinks(t *testing.T) {
 		`ln -sf "$(pwd)/config" cfg && cat cfg/app.yml`: "allow",
 		// A name removed earlier on the line is no longer the link the
 		// disk holds.
-		"rm -f pwl && touch pwl":                      "allow",
-		"unlink pwl; echo x > pwl":                    "allow",
+		"rm -f pwl && touch pwl":             "allow",
+		"unlink pwl; echo x > pwl":           "allow",
+		"rmdir pwl; echo x > pwl":            "deny",
+		"rm -i pwl </dev/null; echo x > pwl": "deny",
+		// A link the line makes replaces the one the disk holds there.
+		"ln -sf /tmp/safe pwl && echo x > pwl":        "allow",
+		"ln -sfn / build; rm -rf build/etc":           "deny",
+		"ln -sfn /etc build && echo x > build/passwd": "deny",
 		"ln -s -t . /etc && rm -rf etc/":              "confirm",
 		"ln -s / l0; " + chain(10) + "rm -rf l10/etc": "confirm",
 		"ln -s / l0; " + chain(6) + "rm -rf l6/etc":   "deny",
