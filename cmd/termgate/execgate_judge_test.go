@@ -213,56 +213,30 @@ func TestExecJudgeLinksAreNotCached(t *testing.T) {
 	judge := g.gate.forSession().Judge("s-1")
 	dir := t.TempDir()
 	link := filepath.Join(dir, "link")
-	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "sub", "etc"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(dir, "sub"), link); err != nil {
-		t.Fatal(err)
-	}
-	rm := func() sandbox.ExecVerdict {
-		r := execReq("rm", "-rf", "link/")
+	// pointAt points link at target and judges rm -rf arg from dir.
+	pointAt := func(target, arg string) sandbox.ExecVerdict {
+		if err := os.Remove(link); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		r := execReq("rm", "-rf", arg)
 		r.Cwd = dir
 		return judge(context.Background(), r)
 	}
-	if v := rm(); !v.Allow {
-		t.Fatal("rm -rf link/ of a directory in the working directory was refused")
-	}
-	if err := os.Remove(link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/", link); err != nil {
-		t.Fatal(err)
-	}
-	if v := rm(); v.Allow || v.Ask != nil {
-		t.Fatalf("rm -rf link/ with the link pointed at /: %+v", v)
-	}
-	// A link in the path's directory is followed too, and the decision
-	// that followed it is not kept either.
-	if err := os.Remove(link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(dir, "sub"), link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "sub", "etc"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rmEtc := func() sandbox.ExecVerdict {
-		r := execReq("rm", "-rf", "link/etc")
-		r.Cwd = dir
-		return judge(context.Background(), r)
-	}
-	if v := rmEtc(); !v.Allow {
-		t.Fatalf("rm -rf link/etc of a directory under the working directory was refused: %+v", v)
-	}
-	if err := os.Remove(link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/", link); err != nil {
-		t.Fatal(err)
-	}
-	if v := rmEtc(); v.Allow || v.Ask != nil {
-		t.Fatalf("rm -rf link/etc with the link pointed at /: %+v", v)
+	// link/ is the link's target; link/etc goes through it (and the
+	// decision that looked either up is not kept).
+	for _, arg := range []string{"link/", "link/etc"} {
+		if v := pointAt(filepath.Join(dir, "sub"), arg); !v.Allow {
+			t.Fatalf("rm -rf %s, the link pointed into the working directory, was refused: %+v", arg, v)
+		}
+		if v := pointAt("/", arg); v.Allow || v.Ask != nil {
+			t.Fatalf("rm -rf %s with the link pointed at /: %+v", arg, v)
+		}
 	}
 	// An argv without a trailing slash may still be one the engine looked
 	// up; readsLinks alone keeps it.
