@@ -205,9 +205,10 @@ func TestExecJudgeLine(t *testing.T) {
 	}
 }
 
-// TestExecJudgeLinksAreNotCached: a decision that followed a link (an
-// operand with a trailing slash) is made again on the next exec of the
-// same argv, so pointing the link elsewhere in between is seen.
+// TestExecJudgeLinksAreNotCached: a decision that looked a link up (an
+// operand with a trailing slash, or a link on the way to a deleted path)
+// is made again on the next exec of the same argv, so pointing the link
+// elsewhere in between is seen.
 func TestExecJudgeLinksAreNotCached(t *testing.T) {
 	g, _ := judgeGateway(t, "enforce")
 	judge := g.gate.forSession().Judge("s-1")
