@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -107,8 +108,10 @@ func (d *daemon) records(n int) map[int64][]string {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		got := map[int64][]string{}
-		if f, err := os.Open(d.out); err == nil {
-			sc := bufio.NewScanner(f)
+		if b, err := os.ReadFile(d.out); err == nil {
+			// Only whole lines: the collector may be writing the last one.
+			b = b[:bytes.LastIndexByte(b, '\n')+1]
+			sc := bufio.NewScanner(bytes.NewReader(b))
 			sc.Buffer(make([]byte, 1<<20), 1<<20)
 			for sc.Scan() {
 				fields := strings.SplitN(sc.Text(), "\t", d.fields)
@@ -125,7 +128,6 @@ func (d *daemon) records(n int) map[int64][]string {
 				}
 				got[seqOf(rec)] = fields
 			}
-			f.Close()
 		}
 		if len(got) >= n {
 			return got
