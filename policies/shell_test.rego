@@ -301,6 +301,18 @@ test_path_facts_are_read if {
 	denied_by(with_facts(bash([c("rm", ["-rf", "/"])]), {"/x": {"protected": true}}), "fs.rm_protected")
 }
 
+# A recursive delete that reaches outside the working directory through a
+# link is asked about (the engine's leaves fact); one that stays, or is
+# not recursive, is not; one whose target is protected is refused.
+test_delete_leaving_through_a_link if {
+	rm := object.union(c("rm", ["-rf", "x/.ssh"]), {"cwd": "/p", "paths": ["/p/x/.ssh"]})
+	confirm_by(with_facts(bash([rm]), {"/p/x/.ssh": {"leaves": true}}), "fs.rm_recursive_outside")
+	allowed(with_facts(bash([rm]), {"/p/x/.ssh": {}}))
+	allowed(bash([rm]))
+	allowed(with_facts(bash([object.union(c("rm", ["-f", "x/.ssh"]), {"cwd": "/p", "paths": ["/p/x/.ssh"]})]), {"/p/x/.ssh": {"leaves": true}}))
+	denied_by(with_facts(bash([rm]), {"/p/x/.ssh": {"leaves": true, "protected": true}}), "fs.rm_protected")
+}
+
 # tee, the file commands and sed -i write their operands as written and
 # as resolved (cd /etc/sudoers.d; tee x writes /etc/sudoers.d/x).
 test_written_operands_resolved if {

@@ -103,22 +103,24 @@ func resolveOperand(cwd, p, home string) string {
 // name the process that follows them.
 func physical(r, home string, real *realDirs, final bool) string {
 	abs := homeAbs(r, home)
-	if abs == "" || r == "/" || r == "~" || perProcess(abs) {
-		return r
+	if !strings.HasPrefix(abs, "/") || r == "/" || r == "~" || perProcess(abs) {
+		return r // relative to a directory the line does not tell, or itself
 	}
-	var to string
+	// r is clean: its directory's links are its parents' (one look-up for
+	// the paths of a directory).
+	to := path.Join(real.walk(path.Dir(abs), true), path.Base(abs))
 	if final {
-		to = real.dir(abs) // abs itself when it does not exist
+		to = real.walk(to, true)
 	}
-	if to == "" || to == abs {
-		dir := real.dir(path.Dir(abs))
-		if dir == path.Dir(abs) {
-			return r
-		}
-		to = path.Join(dir, path.Base(abs))
-	}
+	return real.fromHome(to, home)
+}
+
+// fromHome writes to, a path the disk's links were followed for, from ~
+// when it lies in the home directory, also when that directory is itself
+// reached through a link.
+func (rd *realDirs) fromHome(to, home string) string {
 	if home != "" {
-		if rh := real.dir(path.Clean(home)); rh != "/" && (to == rh || strings.HasPrefix(to, rh+"/")) {
+		if rh := rd.dir(path.Clean(home)); rh != "/" && (to == rh || strings.HasPrefix(to, rh+"/")) {
 			return homeRel(path.Join(path.Clean(home), strings.TrimPrefix(to, rh)), home)
 		}
 	}
@@ -138,32 +140,86 @@ func perProcess(p string) bool {
 	return false
 }
 
-// realDirs follows the links of paths on the disk
-// (filepath.EvalSymlinks), remembering each answer for one line.
+// realDirs follows the links of paths on the disk as the kernel does,
+// remembering each answer for one line.
 type realDirs struct {
-	seen map[string]string
+	seen map[walkKey]string
 	read bool // a path was looked up
 }
 
-// dir is dir (a directory or a file) with its links followed, or dir
-// itself when it does not exist or its links cannot be followed.
-func (rd *realDirs) dir(dir string) string {
-	if dir == "/" {
-		return dir
+type walkKey struct {
+	abs   string
+	final bool
+}
+
+// maxDiskLinks is the kernel's bound on the links one lookup follows
+// (MAXSYMLINKS): past it the lookup fails with ELOOP.
+const maxDiskLinks = 40
+
+// dir is dir (a directory or a file) with its links followed.
+func (rd *realDirs) dir(dir string) string { return rd.walk(dir, true) }
+
+// walk is abs, an absolute path that may hold . and .., with the symbolic
+// links on the disk followed as the kernel follows them: component by
+// component from the left, a .. taken from the directory a link led to
+// (x/.., with x a link to /etc/ssh, is /etc), and a link followed to its
+// target whether or not the target exists yet (a write through a
+// dangling link creates the file it names). The last component is
+// followed only when final, or when a / or /. comes after it. The first
+// component that does not exist ends the reading: the rest is joined to
+// it as written. abs itself, cleaned, past maxDiskLinks links.
+func (rd *realDirs) walk(abs string, final bool) string {
+	if abs == "/" || !strings.HasPrefix(abs, "/") {
+		return abs
 	}
-	if r, ok := rd.seen[dir]; ok {
+	k := walkKey{abs, final}
+	if r, ok := rd.seen[k]; ok {
 		return r
 	}
 	rd.read = true
-	r, err := filepath.EvalSymlinks(dir)
-	if err != nil || !strings.HasPrefix(r, "/") {
-		r = dir
-	}
+	r := walkDisk(abs, final)
 	if rd.seen == nil {
-		rd.seen = map[string]string{}
+		rd.seen = map[walkKey]string{}
 	}
-	rd.seen[dir] = r
+	rd.seen[k] = r
 	return r
+}
+
+func walkDisk(abs string, final bool) string {
+	parts := strings.Split(abs, "/")
+	out, hops := "/", 0
+	for len(parts) > 0 {
+		c := parts[0]
+		parts = parts[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			out = path.Dir(out)
+			continue
+		}
+		next := path.Join(out, c)
+		if len(parts) == 0 && !final {
+			return next // the last component, not followed
+		}
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return path.Join(append([]string{next}, parts...)...)
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			out = next
+			continue
+		}
+		t, err := os.Readlink(next)
+		if hops++; err != nil || t == "" || hops > maxDiskLinks {
+			return path.Clean(abs)
+		}
+		if strings.HasPrefix(t, "/") {
+			out = "/"
+		}
+		parts = append(strings.Split(t, "/"), parts...)
+	}
+	return out
 }
 
 // lineLink is a symbolic link a line makes (ln -s TARGET LINK): both
@@ -386,7 +442,7 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 		}
 	}
 	sh.GatewayRefs = nil
-	sh.reaches, sh.readDisk = nil, false
+	sh.reaches, sh.leaves, sh.readDisk = nil, nil, false
 	ref := func(p string) {
 		for _, g := range gwPaths {
 			if p == g.p || strings.HasPrefix(p, strings.TrimSuffix(g.p, "/")+"/") || g.prefix && strings.HasPrefix(p, g.p) {
@@ -404,6 +460,22 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 		c := &sh.Commands[i]
 		onDisk := followed != nil && followed(c)
 		final := finalFollowers[c.Name]
+		// record notes that p (written o) reaches r through links.
+		record := func(o, p, r string) {
+			if sh.reaches == nil {
+				sh.reaches = map[string][]string{}
+			}
+			sh.reaches[p] = addOnce(sh.reaches[p], r)
+			if leavesDir(o, r, c.Cwd, func() string { return physical(c.Cwd, home, &real, true) }) {
+				if sh.leaves == nil {
+					sh.leaves = map[string]bool{}
+				}
+				sh.leaves[p] = true
+			}
+			if len(gwPaths) > 0 {
+				ref(r)
+			}
+		}
 		// resolve returns o resolved, and records what it reaches.
 		resolve := func(o string, disk, final bool) string {
 			if strings.HasSuffix(o, "/") || strings.HasSuffix(o, "/.") {
@@ -428,14 +500,20 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 				p = reach
 			}
 			if reach != p {
-				if sh.reaches == nil {
-					sh.reaches = map[string][]string{}
+				record(o, p, reach)
+			}
+			// A .. after a link goes up from the link's target, where the
+			// words go up from the link's directory (x/../passwd, with x
+			// a link to /etc/ssh, is /etc/passwd).
+			if disk && dotDot(o) {
+				if raw := rawPath(c.Cwd, o, home); raw != "" && !perProcess(path.Clean(raw)) {
+					if k := real.fromHome(real.walk(raw, final), home); k != p && k != reach {
+						record(o, p, k)
+					}
 				}
-				sh.reaches[p] = addOnce(sh.reaches[p], reach)
 			}
 			if len(gwPaths) > 0 {
 				ref(p)
-				ref(reach)
 			}
 			return p
 		}
@@ -486,6 +564,17 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 			sh.notFollowed("ln -t makes links the gateway does not follow")
 		}
 		links = append(links, made...)
+		// mv and cp leave links too: a path under mv's new name reaches
+		// what one under the old name did, cp -a copies a link as a link,
+		// cp -s makes one.
+		moved, ok := renamedLinks(c, links, home, &real)
+		if len(moved) > 0 {
+			sh.readDisk = true
+		}
+		if !ok {
+			sh.notFollowed("mv or cp -t moves names the gateway does not follow")
+		}
+		links = append(links, moved...)
 		if len(links) > maxLineLinks {
 			// Each path is compared with each link: past the bound the
 			// line is asked about (input.unparseable), the latest links
@@ -495,6 +584,228 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 		}
 	}
 	sh.readDisk = sh.readDisk || real.read
+}
+
+// leavesDir reports whether r, which the operand o reaches through
+// symbolic links, lies outside the working directory cwd (or the
+// directory it is on the disk, realCwd) where o as written does not: ln
+// -s ~ x && rm -rf x/.ssh deletes outside it as rm -rf ~/.ssh does. The
+// rules' outside_cwd(o) already holds for o written absolute, from ~, from
+// a variable or climbing with ..; with cwd unknown, so must it for r.
+func leavesDir(o, r, cwd string, realCwd func() string) bool {
+	if writtenOutside(o) {
+		return false
+	}
+	if cwd == "" || !strings.HasPrefix(r, "/") && !strings.HasPrefix(r, "~") {
+		return writtenOutside(r)
+	}
+	within := func(d string) bool {
+		return d == "/" || r == d || strings.HasPrefix(r, strings.TrimSuffix(d, "/")+"/")
+	}
+	return !within(cwd) && !within(realCwd())
+}
+
+// writtenOutside is the rules' outside_cwd(p): a path written absolute,
+// from ~, from a variable, or with a .. component.
+func writtenOutside(p string) bool {
+	return strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "$") ||
+		strings.Contains("/"+p+"/", "/../")
+}
+
+// dotDot reports whether p has a .. component after another one: where a
+// link may stand before it.
+func dotDot(p string) bool {
+	i := strings.Index("/"+p+"/", "/../")
+	return i > 0 && strings.Trim(p[:i], "./") != ""
+}
+
+// rawPath is o, as written (its . and .. kept), made absolute from cwd or
+// the home directory; "" when the line does not tell where it starts.
+func rawPath(cwd, o, home string) string {
+	switch {
+	case strings.HasPrefix(o, "/"):
+		return o
+	case o == "~" || strings.HasPrefix(o, "~/"):
+		if home == "" {
+			return ""
+		}
+		return home + "/" + strings.TrimPrefix(o, "~")
+	case strings.HasPrefix(o, "~") || strings.HasPrefix(o, "$") || cwd == "":
+		return ""
+	}
+	dir := homeAbs(cwd, home)
+	if !strings.HasPrefix(dir, "/") {
+		return ""
+	}
+	return dir + "/" + o
+}
+
+// renamedLinks returns the links mv and cp leave: mv A B moves the name
+// A, so that a path under B reaches what one under A did (A a link, or a
+// directory whose links later paths go through: mv root r2 && rm -rf
+// r2/etc, with root a link to /); cp with -a, -d, -P or -r (and neither
+// -L nor -H) copies a link as a link; cp -s makes B a link to A. B is the
+// name in it when B is a directory on the disk (mv A DIR), and either
+// when the disk cannot tell. ok is false for mv -t and cp -t when the
+// directory cannot be read from the arguments.
+func renamedLinks(c *Command, links []lineLink, home string, real *realDirs) (made []lineLink, ok bool) {
+	has := func(short, long string, min int) bool {
+		return short != "" && slices.Contains(c.Flags, short) || long != "" && longFlag(c.Flags, long, min)
+	}
+	var mv, symbolic bool
+	switch c.Name {
+	case "mv":
+		mv = true
+	case "cp":
+		symbolic = has("s", "--symbolic-link", 3)
+		asLinks := has("a", "--archive", 3) || has("d", "", 0) || has("P", "--no-dereference", 6) ||
+			(has("r", "--recursive", 3) || has("R", "", 0)) && !has("L", "--dereference", 4) && !has("H", "", 0)
+		if !symbolic && !asLinks {
+			return nil, true
+		}
+	default:
+		return nil, true
+	}
+	// The names as written, resolved: c.Paths holds what cp follows, and
+	// cp -a copies the link itself.
+	ops := make([]string, len(c.Operands))
+	for i, o := range c.Operands {
+		ops[i] = resolveOperand(c.Cwd, o, home)
+	}
+	if len(ops) == 0 {
+		return nil, true
+	}
+	dir, srcs, single := "", ops[:len(ops)-1], len(ops) == 2
+	if has("t", "--target-directory", 3) {
+		d, ok := targetDir(c.Args)
+		if !ok {
+			return nil, false
+		}
+		dir = resolveOperand(c.Cwd, d, home)
+		srcs, single = nil, false
+		skipped := false
+		for j, o := range c.Operands {
+			if !skipped && o == d {
+				skipped = true
+				continue
+			}
+			srcs = append(srcs, ops[j])
+		}
+	} else if len(ops) < 2 {
+		return nil, true
+	}
+	if dir == "" {
+		dir = ops[len(ops)-1]
+	}
+	noDir := has("T", "--no-target-directory", 6)
+	isDir := func(p string) (bool, bool) {
+		abs := homeAbs(p, home)
+		if !strings.HasPrefix(abs, "/") {
+			return false, false
+		}
+		real.read = true
+		fi, err := os.Stat(abs)
+		return err == nil && fi.IsDir(), true
+	}
+	for _, src := range srcs {
+		if src == "" || strings.HasPrefix(src, "$") {
+			continue
+		}
+		// Where the name goes.
+		var at []string
+		switch d, known := isDir(dir); {
+		case single && (noDir || known && !d):
+			at = []string{dir}
+		case !single || known && d:
+			at = []string{path.Join(dir, path.Base(src))}
+		default:
+			at = []string{dir, path.Join(dir, path.Base(src))}
+		}
+		for _, l := range at {
+			if l == "/" || l == "~" || l == "." || l == ".." || strings.HasPrefix(l, "../") {
+				continue
+			}
+			t, found := nameTarget(src, l, links, home, real, mv, symbolic)
+			if found {
+				made = append(made, lineLink{link: path.Clean(l), target: t})
+			}
+		}
+	}
+	return made, true
+}
+
+// nameTarget is what a path under the new name l of src reaches: for
+// cp -s, src itself; for a link (one the line made, or on the disk), its
+// target, a relative one read from l's directory as the moved or copied
+// link will be; for mv of a directory, the directory. found is false when
+// there is nothing to follow (a file, or a directory cp copies).
+func nameTarget(src, l string, links []lineLink, home string, real *realDirs, mv, symbolic bool) (t string, found bool) {
+	if symbolic {
+		return src, true
+	}
+	q := path.Clean(src)
+	for i := len(links) - 1; i >= 0; i-- {
+		if links[i].link == q {
+			return links[i].target, true
+		}
+	}
+	abs := homeAbs(q, home)
+	if !strings.HasPrefix(abs, "/") || perProcess(abs) {
+		return "", false
+	}
+	real.read = true
+	fi, err := os.Lstat(abs)
+	switch {
+	case err != nil:
+		return "", false
+	case fi.Mode()&os.ModeSymlink != 0:
+		raw, err := os.Readlink(abs)
+		if err != nil || raw == "" {
+			return "", false
+		}
+		if strings.HasPrefix(raw, "/") {
+			return homeRel(path.Clean(raw), home), true
+		}
+		return path.Join(path.Dir(l), raw), true
+	case mv && fi.IsDir():
+		return real.fromHome(real.walk(abs, true), home), true
+	}
+	return "", false
+}
+
+// targetDir is the directory of -t DIR, -tDIR or --target-directory[=]DIR
+// in args (mv, cp).
+func targetDir(args []string) (string, bool) {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return "", false
+		case strings.HasPrefix(a, "--t") && !strings.Contains(a, "="):
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+		case strings.HasPrefix(a, "--t") && strings.Contains(a, "="):
+			_, v, _ := strings.Cut(a, "=")
+			return v, true
+		case len(a) > 1 && a[0] == '-' && a[1] != '-':
+			// A cluster of short options: -t, -vt DIR, -tDIR, -vtDIR.
+			for j := 1; j < len(a); j++ {
+				if a[j] == 't' {
+					if j+1 < len(a) {
+						return a[j+1:], true
+					}
+					if i+1 < len(args) {
+						return args[i+1], true
+					}
+					return "", false
+				}
+				if !('a' <= a[j] && a[j] <= 'z' || 'A' <= a[j] && a[j] <= 'Z') {
+					break
+				}
+			}
+		}
+	}
+	return "", false
 }
 
 // takenAway are the paths c removes or moves away: rm's and unlink's,

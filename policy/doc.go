@@ -87,7 +87,17 @@
 // themselves for any other string, or a document without facts. The
 // engine derives them from protected_paths and sensitive_write_globs with
 // OPA's own glob library (pathIndex); absent when the bundle lacks either
-// list. The shell's write_targets are the files its commands write, found
+// list. A path's fact also says leaves when the path reaches, through a
+// symbolic link, a place outside its command's working directory where
+// its words do not (ln -s ~ x && rm -rf x/.ssh), which only the engine can
+// tell: the rules read it where it is and judge the words alone without
+// it. The links followed are the ones the line makes (ln -s; mv A B,
+// after which a path under B reaches what one under A did; cp -a, -d,
+// -P or -r, which copy a link as a link; cp -s) and, for the commands
+// that delete, write, copy or change permissions, the ones on the disk,
+// read as the kernel reads them: a .. goes up from where a link led
+// (x/../passwd, with x a link to /etc/ssh, is /etc/passwd) and a dangling
+// link leads to the file a write through it creates. The shell's write_targets are the files its commands write, found
 // by the same bodies as termgate.rego's write_target (Bundle.writeTargets),
 // and its modes the [command, mode] pairs its commands set, found by the
 // same bodies as classes.rego's line_mode (lineModes); the rules compute

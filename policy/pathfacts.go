@@ -15,6 +15,11 @@ import (
 type PathFact struct {
 	Protected bool `json:"protected,omitempty"`
 	Sensitive bool `json:"sensitive,omitempty"`
+	// Leaves is true when the path reaches, through a symbolic link, a
+	// place outside its command's working directory where its words do
+	// not (ln -s ~ x && rm -rf x/.ssh). The rules cannot tell it from the
+	// words: a document without the fact is judged by the words alone.
+	Leaves bool `json:"leaves,omitempty"`
 }
 
 // pathIndex derives input.shell.path_facts: for the words of a line's
@@ -120,7 +125,7 @@ func (pi *pathIndex) derive(sh *Shell) {
 	sh.PathFacts = map[string]PathFact{}
 	add := func(w string) {
 		if _, ok := sh.PathFacts[w]; !ok {
-			f := PathFact{Protected: pi.isProtected(w), Sensitive: pi.isSensitive(w)}
+			f := PathFact{Protected: pi.isProtected(w), Sensitive: pi.isSensitive(w), Leaves: sh.leaves[w]}
 			for _, r := range sh.reaches[w] {
 				// What the path reaches through links counts as well,
 				// wherever on the line it does.

@@ -102,6 +102,11 @@ func TestPathFactsDecideAsRulesDo(t *testing.T) {
 		if built.Shell == nil || len(built.Shell.PathFacts) == 0 {
 			continue
 		}
+		if len(built.Shell.reaches) > 0 {
+			// What a path reaches through symbolic links is the engine's
+			// alone to tell: the rules judge such a line by its words.
+			continue
+		}
 		decide := func(in Input) Decision {
 			rs, err := b.query.Eval(ctx, rego.EvalParsedInput(in.value()))
 			if err != nil || len(rs) == 0 {

@@ -104,6 +104,10 @@ type Shell struct {
 	// links, where that differs (derivePaths); its facts hold for the
 	// path too.
 	reaches map[string][]string
+	// leaves holds the paths of the line that reach, through symbolic
+	// links, a place outside their command's working directory where
+	// their words do not (derivePaths).
+	leaves map[string]bool
 	// readDisk is true when deriving the paths looked at the file system
 	// (links on the disk): the same document may be decided otherwise
 	// once the files change.

@@ -269,6 +269,8 @@ func TestPathsFollowLinks(t *testing.T) {
 		filepath.Join(p, "root"): "/", filepath.Join(p, "build"): filepath.Join(p, "out"), filepath.Join(p, "keys"): filepath.Join(home, ".ssh"),
 		filepath.Join(home, ".aws"): filepath.Join(dots, "aws"), // a dotfiles manager's link
 		filepath.Join(p, "etcl"):    "/etc", filepath.Join(p, "pwl"): "/etc/passwd",
+		filepath.Join(p, "rcl"):  filepath.Join(home, ".bashrc"), // dangling: ~/.bashrc is not there yet
+		filepath.Join(p, "outl"): "out",                          // relative
 	} {
 		if err := os.Symlink(target, link); err != nil {
 			t.Fatal(err)
@@ -333,7 +335,39 @@ func TestPathsFollowLinks(t *testing.T) {
 		"ln -s / l0; " + chain(10) + "rm -rf l10/etc": "confirm",
 		"ln -s / l0; " + chain(6) + "rm -rf l6/etc":   "deny",
 		dotfiles(17): "allow",
-		"ln -s ../shared/cache c && rm -rf c/tmp": "allow",
+		// A sibling of the project, reached through a link, is outside it
+		// as ../shared/cache/tmp is.
+		"ln -s ../shared/cache c && rm -rf c/tmp": "confirm",
+		"ln -s ../shared/cache c && ls c/tmp":     "allow",
+		// A recursive delete that leaves the working directory through a
+		// link is asked about as one written outside it is.
+		"ln -s ~ x && rm -rf x/.ssh":       "confirm",
+		"ln -s ~/.cache c; rm -r c/pip":    "confirm",
+		"rm -rf keys/../.aws":              "confirm",
+		"ln -s out o && rm -rf o/cache":    "allow",
+		"ln -s ~ x && rm -f x/.ssh/config": "allow",
+		// mv and cp leave links: the new name reaches what the old did.
+		"mv root r2 && rm -rf r2/etc":                  "deny",
+		"mv root r2; chmod -R 777 r2/etc":              "deny",
+		"mv -T root r2 && rm -rf r2/usr":               "deny",
+		"mv -t /tmp/q root && rm -rf /tmp/q/root/etc":  "deny",
+		"mv -vt /tmp/q root && rm -rf /tmp/q/root/etc": "deny",
+		"cp -a root r2 && rm -rf r2/etc":               "deny",
+		"cp -P etcl e2 && rm -rf e2/":                  "deny",
+		"cp -r etcl e2 && rm -rf e2/ssh":               "confirm",
+		"cp -L etcl e2 && rm -rf e2/ssh":               "allow",
+		"cp -s /etc/passwd pw2 && echo x > pw2":        "deny",
+		"ln -s / x; mv x y; rm -rf y/etc":              "deny",
+		"mv outl o2 && rm -rf o2/cache":                "allow",
+		"mv build b2 && rm -rf b2/cache":               "allow",
+		"mv notes.txt n2 && echo x > n2":               "allow",
+		"cp -a build b3 && ls b3/":                     "allow",
+		// A .. after a link goes up from the link's target; a dangling
+		// link is followed to the file a write creates.
+		"echo x > keys/../.bashrc": "deny",
+		"echo x > rcl":             "deny",
+		"cat rcl":                  "allow",
+		"echo x > build/../notes":  "allow",
 	} {
 		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line, Cwd: p, Gateway: &Gateway{Home: home}})
 		if err != nil || d.Action != want {

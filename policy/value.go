@@ -36,21 +36,30 @@ var keys = func() map[string]*ast.Term {
 		"dynamic_shell", "reverse_shell", "sql", "dialect", "statements", "classes", "verb", "object", "where",
 		"terminal", "reads_lines", "judged", "echo", "ahead", "readers",
 		"connect", "host", "port", "via", "address", "address_class", "resolved",
-		"credentials", "path_facts", "protected", "sensitive", "write_targets", "modes",
+		"credentials", "path_facts", "protected", "sensitive", "leaves", "write_targets", "modes",
 	} {
 		m[k] = ast.StringTerm(k)
 	}
 	return m
 }()
 
-// factTerms are the four path_facts values, indexed by protected<<1 |
-// sensitive; a fact that holds neither is an empty object.
-var factTerms = [4]*ast.Term{
-	ast.InternedEmptyObject,
-	ast.ObjectTerm([2]*ast.Term{keys["sensitive"], ast.InternedTerm(true)}),
-	ast.ObjectTerm([2]*ast.Term{keys["protected"], ast.InternedTerm(true)}),
-	ast.ObjectTerm([2]*ast.Term{keys["protected"], ast.InternedTerm(true)}, [2]*ast.Term{keys["sensitive"], ast.InternedTerm(true)}),
-}
+// factTerms are the path_facts values, indexed by leaves<<2 | protected<<1
+// | sensitive; a fact that holds none is an empty object.
+var factTerms = func() (t [8]*ast.Term) {
+	for i := range t {
+		var items [][2]*ast.Term
+		for bit, k := range []string{"sensitive", "protected", "leaves"} {
+			if i&(1<<bit) != 0 {
+				items = append(items, [2]*ast.Term{keys[k], ast.InternedTerm(true)})
+			}
+		}
+		t[i] = ast.InternedEmptyObject
+		if len(items) > 0 {
+			t[i] = ast.ObjectTerm(items...)
+		}
+	}
+	return t
+}()
 
 // documentWords is what the gateway itself writes into documents: actions,
 // redirection operators, the single characters that short options split
@@ -488,6 +497,9 @@ func (b *builder) pathFacts(m map[string]PathFact) *ast.Term {
 		}
 		if f.Sensitive {
 			i |= 1
+		}
+		if f.Leaves {
+			i |= 4
 		}
 		items = append(items, [2]*ast.Term{b.str(w), factTerms[i]})
 	}

@@ -96,6 +96,7 @@ func TestDocumentsShareNothingMutable(t *testing.T) {
 		var want fields
 		want.add("protected", boolean(i&2 != 0))
 		want.add("sensitive", boolean(i&1 != 0))
+		want.add("leaves", boolean(i&4 != 0))
 		if ft.Value.Compare(ast.NewObject(want.kv[:want.n]...)) != 0 {
 			t.Fatalf("path fact %d is now %v", i, ft)
 		}

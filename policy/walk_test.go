@@ -1,0 +1,114 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// linkTree makes a directory with links of every kind walkDisk meets: to
+// a deeper directory, to a parent, relative and absolute, dangling, and
+// a loop.
+func linkTree(tb testing.TB) string {
+	tb.Helper()
+	d, err := filepath.EvalSymlinks(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, dir := range []string{"x/y", "b"} {
+		if err := os.MkdirAll(filepath.Join(d, dir), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(d, "b", "f"), nil, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"a": "b", "deep": "x/y", "up": "..", "x/y/top": d, "dang": "nothere/x",
+		"loop1": "loop2", "loop2": "loop1", "x/y/back": "../../b/f",
+	} {
+		if err := os.Symlink(target, filepath.Join(d, link)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return d
+}
+
+// TestWalkDisk: links are followed as the kernel follows them, a .. from
+// where a link led, a dangling link to the name it would create.
+func TestWalkDisk(t *testing.T) {
+	d := linkTree(t)
+	for _, c := range []struct {
+		p     string
+		final bool
+		want  string
+	}{
+		{"a/f", true, "b/f"},
+		{"a", false, "a"}, // the last component, not followed
+		{"a", true, "b"},
+		{"a/", false, "b"}, // a / after it follows it
+		{"deep/../k", true, "x/k"},
+		{"deep/top/a/f", true, "b/f"},
+		{"x/y/back", true, "b/f"},
+		{"dang", true, "nothere/x"},
+		{"dang", false, "dang"},
+		{"nothere/../../a", true, "../a"}, // past a missing name: as written
+		{"loop1/x", true, "loop1/x"},      // a loop: itself
+		{"./a/./f", true, "b/f"},
+	} {
+		got := walkDisk(d+"/"+c.p, c.final)
+		want := filepath.Clean(filepath.Join(d, c.want))
+		if got != want {
+			t.Errorf("walk %q (final %v): %q, want %q", c.p, c.final, got, want)
+		}
+	}
+	if got := walkDisk("/", true); got != "/" {
+		t.Errorf("walk /: %q", got)
+	}
+}
+
+// FuzzDiskWalk compares walkDisk with filepath.EvalSymlinks on every path
+// of a tree of links that exists: the two follow links the same way.
+func FuzzDiskWalk(f *testing.F) {
+	for _, s := range []string{"a/f", "deep/../b", "up/up/x", "deep/top/deep/top/a", "x/y/back", "loop1", "dang", "../..", "a//f/"} {
+		f.Add(s)
+	}
+	d := linkTree(f)
+	f.Fuzz(func(t *testing.T, p string) {
+		if len(p) > 512 || strings.ContainsRune(p, 0) {
+			return
+		}
+		abs := d + "/" + p
+		want, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return // a path that does not exist, or a loop
+		}
+		if got := walkDisk(abs, true); got != want {
+			t.Fatalf("%q: walk %q, EvalSymlinks %q", p, got, want)
+		}
+	})
+}
+
+// TestTargetDir reads mv's and cp's -t in each spelling.
+func TestTargetDir(t *testing.T) {
+	for args, want := range map[string]string{
+		"-t /q a":                 "/q",
+		"-vt /q a":                "/q",
+		"-t/q a":                  "/q",
+		"-vt/q a":                 "/q",
+		"--target-directory=/q a": "/q",
+		"--target-directory /q a": "/q",
+		"--targ=/q a":             "/q",
+		"-v a -- -t":              "",
+		"-v a b":                  "",
+		"-t":                      "",
+		"--target-directory":      "",
+		"-f -i.bak -t /q a":       "/q",
+	} {
+		got, ok := targetDir(strings.Fields(args))
+		if got != want || ok != (want != "") {
+			t.Errorf("%q: %q %v, want %q", args, got, ok, want)
+		}
+	}
+}
