@@ -1585,9 +1585,10 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 }
 
 // skipOptions returns the index of the first argument from i on that is
-// not an option (or the one after "--"); takesValue names the options
-// whose values are the next arguments, and how many (the first may
-// follow "=" instead).
+// not an option (or the one after "--"), at most len(args): an option
+// whose values the line leaves out (sudo -u) ends the arguments.
+// takesValue names the options whose values are the next arguments, and
+// how many (the first may follow "=" instead).
 func skipOptions(args []string, i int, takesValue map[string]int) int {
 	for i < len(args) {
 		a := args[i]
@@ -1599,7 +1600,7 @@ func skipOptions(args []string, i int, takesValue map[string]int) int {
 		}
 		i = afterOption(args, i, takesValue)
 	}
-	return i
+	return min(i, len(args))
 }
 
 // afterOption is the index after the option at i and its values. A word

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,5 +112,35 @@ func TestTargetDir(t *testing.T) {
 		if got != want || ok != (want != "") {
 			t.Errorf("%q: %q %v, want %q", args, got, ok, want)
 		}
+	}
+}
+
+// TestRunnerOptionsAtTheEnd: a runner's option that takes values, typed
+// last with its values left out (sudo -u, screen -ls, tmux new -t), is
+// judged, not a crash: every runner and option of the default bundle,
+// alone and after each subcommand.
+func TestRunnerOptionsAtTheEnd(t *testing.T) {
+	e := defaultEngine(t)
+	ctx := context.Background()
+	n := 0
+	for name, r := range e.Bundle().shell.runners {
+		for o, k := range r.options {
+			for _, sub := range append([]string{""}, r.subcommands...) {
+				words := []string{name, sub, o}
+				if k < 0 {
+					words[2] = o + "="
+				}
+				line := strings.Join(strings.Fields(strings.Join(words, " ")), " ")
+				for _, l := range []string{line, line + "x", line[:len(line)-len(o)] + "-v" + strings.TrimPrefix(o, "-")} {
+					if _, err := e.Decide(ctx, Input{Action: "input", Program: "bash", Text: l}); errors.Is(err, errPanic) {
+						t.Fatalf("%q: %v", l, err)
+					}
+					n++
+				}
+			}
+		}
+	}
+	if n < 1000 {
+		t.Errorf("only %d lines tried: the runners' data was not read", n)
 	}
 }
