@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,9 +71,10 @@ func (in *Input) startCwd() string {
 
 // resolveOperand is p resolved against cwd, for the policy: lexically,
 // and a path written with a trailing slash (or /.) that is a symbolic
-// link as the link's target (rm -rf link/ removes what the link points to). An
-// operand that cannot be resolved is itself.
-func resolveOperand(cwd, p, home string) string {
+// link as the link's target (rm -rf link/ removes what the link points
+// to), read from the disk through real. An operand that cannot be
+// resolved is itself.
+func resolveOperand(cwd, p, home string, real *realDirs) string {
 	r := resolvePath(cwd, p)
 	if r == "" {
 		r = beyondHome(cwd, p, home)
@@ -83,11 +83,9 @@ func resolveOperand(cwd, p, home string) string {
 		return p
 	}
 	if (strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.")) && r != "/" && r != "~" {
-		if abs := homeAbs(r, home); abs != "" {
+		if abs := homeAbs(r, home); strings.HasPrefix(abs, "/") && real.look() {
 			if fi, err := os.Lstat(abs); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-				if t, err := filepath.EvalSymlinks(abs); err == nil {
-					return homeRel(t, home)
-				}
+				return real.fromHome(real.walk(abs, true), home)
 			}
 		}
 	}
@@ -141,10 +139,30 @@ func perProcess(p string) bool {
 }
 
 // realDirs follows the links of paths on the disk as the kernel does,
-// remembering each answer for one line.
+// remembering each answer for one line, and counts the line's look-ups:
+// past maxDiskLookups none is made, and the line is asked about
+// (derivePaths), so no line of links can hold a decision for long.
 type realDirs struct {
-	seen map[walkKey]string
-	read bool // a path was looked up
+	seen  map[walkKey]string
+	read  bool // a path was looked up
+	looks int  // the look-ups made
+	over  bool // a look-up was refused
+}
+
+// maxDiskLookups bounds the look-ups (lstat, readlink, stat) the paths of
+// one line make: a line whose links need more is not followed.
+const maxDiskLookups = 4096
+
+// look takes one look-up from the line's allowance, false when none is
+// left.
+func (rd *realDirs) look() bool {
+	if rd.looks >= maxDiskLookups {
+		rd.over = true
+		return false
+	}
+	rd.looks++
+	rd.read = true
+	return true
 }
 
 type walkKey struct {
@@ -176,8 +194,7 @@ func (rd *realDirs) walk(abs string, final bool) string {
 	if r, ok := rd.seen[k]; ok {
 		return r
 	}
-	rd.read = true
-	r := walkDisk(abs, final)
+	r := rd.walkDisk(abs, final)
 	if rd.seen == nil {
 		rd.seen = map[walkKey]string{}
 	}
@@ -185,7 +202,7 @@ func (rd *realDirs) walk(abs string, final bool) string {
 	return r
 }
 
-func walkDisk(abs string, final bool) string {
+func (rd *realDirs) walkDisk(abs string, final bool) string {
 	parts := strings.Split(abs, "/")
 	out, hops := "/", 0
 	for len(parts) > 0 {
@@ -202,6 +219,9 @@ func walkDisk(abs string, final bool) string {
 		if len(parts) == 0 && !final {
 			return next // the last component, not followed
 		}
+		if !rd.look() {
+			return path.Clean(abs)
+		}
 		fi, err := os.Lstat(next)
 		if err != nil {
 			return path.Join(append([]string{next}, parts...)...)
@@ -210,8 +230,11 @@ func walkDisk(abs string, final bool) string {
 			out = next
 			continue
 		}
+		if hops++; hops > maxDiskLinks || !rd.look() {
+			return path.Clean(abs)
+		}
 		t, err := os.Readlink(next)
-		if hops++; err != nil || t == "" || hops > maxDiskLinks {
+		if err != nil || t == "" {
 			return path.Clean(abs)
 		}
 		if strings.HasPrefix(t, "/") {
@@ -231,6 +254,13 @@ type lineLink struct {
 	// sure is true when the disk showed the link's name is not a
 	// directory (where ln would put the link inside it instead).
 	sure bool
+	// raw is a relative target as written (ln -s ../x l), read from the
+	// link's directory wherever mv or cp puts the link.
+	raw string
+	// moved is true for the name mv gave a directory: the data is at the
+	// new name, so a path under it does not leave the working directory
+	// by going there.
+	moved bool
 }
 
 // longFlag reports whether one of flags is the long option name or an
@@ -283,14 +313,18 @@ func madeLinks(c *Command, home string) (links []lineLink, ok bool) {
 		case strings.HasPrefix(t, "$") || strings.Contains(t, "$(") || strings.Contains(t, "`"):
 			return "" // a place the line does not tell
 		}
-		return path.Join(path.Dir(l), t)
+		return joinFrom(path.Dir(l), t, home)
 	}
 	add := func(t, link string, sure bool) {
 		l := place(link)
 		if l == "" || l == "/" || l == "~" || l == "." || l == ".." || strings.HasPrefix(l, "../") {
 			return
 		}
-		links = append(links, lineLink{l, target(t, l), sure})
+		ll := lineLink{link: l, target: target(t, l), sure: sure}
+		if !relative && t != "" && !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") && !strings.HasPrefix(t, "$") && !strings.Contains(t, "`") {
+			ll.raw = t
+		}
+		links = append(links, ll)
 	}
 	// isDir tells whether p names a directory on the disk now (ln then
 	// makes the link inside it; with -n a link to one is replaced), or
@@ -466,7 +500,7 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 				sh.reaches = map[string][]string{}
 			}
 			sh.reaches[p] = addOnce(sh.reaches[p], r)
-			if leavesDir(o, r, c.Cwd, func() string { return physical(c.Cwd, home, &real, true) }) {
+			if !underMoved(p, links) && leavesDir(o, r, c.Cwd, func() string { return physical(c.Cwd, home, &real, true) }) {
 				if sh.leaves == nil {
 					sh.leaves = map[string]bool{}
 				}
@@ -481,7 +515,17 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 			if strings.HasSuffix(o, "/") || strings.HasSuffix(o, "/.") {
 				sh.readDisk = true // resolveOperand looks the path up
 			}
-			p := resolveOperand(c.Cwd, o, home)
+			p := resolveOperand(c.Cwd, o, home, &real)
+			if p != o && (strings.HasSuffix(o, "/") || strings.HasSuffix(o, "/.")) {
+				// rm -rf cache/ removes what the link cache names.
+				if lex := resolveOperand(c.Cwd, strings.TrimRight(strings.TrimSuffix(o, "/."), "/"), home, &real); lex != p &&
+					leavesDir(o, p, c.Cwd, func() string { return physical(c.Cwd, home, &real, true) }) {
+					if sh.leaves == nil {
+						sh.leaves = map[string]bool{}
+					}
+					sh.leaves[p] = true
+				}
+			}
 			// The links the line makes first: they replace what the disk
 			// holds at their names (ln -sf T x over an old link x).
 			reach, itself, ok := throughLinks(p, o, final, links)
@@ -567,7 +611,7 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 		// mv and cp leave links too: a path under mv's new name reaches
 		// what one under the old name did, cp -a copies a link as a link,
 		// cp -s makes one.
-		moved, ok := renamedLinks(c, links, home, &real)
+		moved, ok := renamedLinks(c, links, home, &real, gone)
 		if len(moved) > 0 {
 			sh.readDisk = true
 		}
@@ -582,6 +626,9 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 			sh.notFollowed("the line makes more symbolic links than the gateway follows")
 			links = links[len(links)-maxLineLinks:]
 		}
+	}
+	if real.over {
+		sh.notFollowed("the line's paths go through more of the disk's links than the gateway reads")
 	}
 	sh.readDisk = sh.readDisk || real.read
 }
@@ -648,7 +695,7 @@ func rawPath(cwd, o, home string) string {
 // name in it when B is a directory on the disk (mv A DIR), and either
 // when the disk cannot tell. ok is false for mv -t and cp -t when the
 // directory cannot be read from the arguments.
-func renamedLinks(c *Command, links []lineLink, home string, real *realDirs) (made []lineLink, ok bool) {
+func renamedLinks(c *Command, links []lineLink, home string, real *realDirs, gone map[string]bool) (made []lineLink, ok bool) {
 	has := func(short, long string, min int) bool {
 		return short != "" && slices.Contains(c.Flags, short) || long != "" && longFlag(c.Flags, long, min)
 	}
@@ -658,52 +705,40 @@ func renamedLinks(c *Command, links []lineLink, home string, real *realDirs) (ma
 		mv = true
 	case "cp":
 		symbolic = has("s", "--symbolic-link", 3)
-		asLinks := has("a", "--archive", 3) || has("d", "", 0) || has("P", "--no-dereference", 6) ||
-			(has("r", "--recursive", 3) || has("R", "", 0)) && !has("L", "--dereference", 4) && !has("H", "", 0)
+		asLinks := (has("a", "--archive", 3) || has("d", "", 0) || has("P", "--no-dereference", 6) ||
+			has("r", "--recursive", 3) || has("R", "", 0)) && !has("L", "--dereference", 4) && !has("H", "", 0)
 		if !symbolic && !asLinks {
 			return nil, true
 		}
 	default:
 		return nil, true
 	}
-	// The names as written, resolved: c.Paths holds what cp follows, and
-	// cp -a copies the link itself.
-	ops := make([]string, len(c.Operands))
-	for i, o := range c.Operands {
-		ops[i] = resolveOperand(c.Cwd, o, home)
+	// The names as written, resolved (c.Paths holds what cp follows, and
+	// cp -a copies the link itself), read past the options that take a
+	// value (mv -S .bak A B).
+	names, dirArg, hasDir, ok := mvArgs(c.Args)
+	if !ok {
+		return nil, false
 	}
-	if len(ops) == 0 {
+	ops := make([]string, len(names))
+	for i, o := range names {
+		ops[i] = resolveOperand(c.Cwd, o, home, real)
+	}
+	dir, srcs, single := "", ops, false
+	switch {
+	case hasDir:
+		dir = resolveOperand(c.Cwd, dirArg, home, real)
+	case len(ops) < 2:
 		return nil, true
-	}
-	dir, srcs, single := "", ops[:len(ops)-1], len(ops) == 2
-	if has("t", "--target-directory", 3) {
-		d, ok := targetDir(c.Args)
-		if !ok {
-			return nil, false
-		}
-		dir = resolveOperand(c.Cwd, d, home)
-		srcs, single = nil, false
-		skipped := false
-		for j, o := range c.Operands {
-			if !skipped && o == d {
-				skipped = true
-				continue
-			}
-			srcs = append(srcs, ops[j])
-		}
-	} else if len(ops) < 2 {
-		return nil, true
-	}
-	if dir == "" {
-		dir = ops[len(ops)-1]
+	default:
+		dir, srcs, single = ops[len(ops)-1], ops[:len(ops)-1], len(ops) == 2
 	}
 	noDir := has("T", "--no-target-directory", 6)
 	isDir := func(p string) (bool, bool) {
 		abs := homeAbs(p, home)
-		if !strings.HasPrefix(abs, "/") {
-			return false, false
+		if !strings.HasPrefix(abs, "/") || gone[p] || !real.look() {
+			return false, false // a name the line removed may be made anew
 		}
-		real.read = true
 		fi, err := os.Stat(abs)
 		return err == nil && fi.IsDir(), true
 	}
@@ -725,9 +760,9 @@ func renamedLinks(c *Command, links []lineLink, home string, real *realDirs) (ma
 			if l == "/" || l == "~" || l == "." || l == ".." || strings.HasPrefix(l, "../") {
 				continue
 			}
-			t, found := nameTarget(src, l, links, home, real, mv, symbolic)
+			t, found, dirMoved := nameTarget(src, l, links, home, real, mv, symbolic)
 			if found {
-				made = append(made, lineLink{link: path.Clean(l), target: t})
+				made = append(made, lineLink{link: path.Clean(l), target: t, moved: dirMoved})
 			}
 		}
 	}
@@ -737,75 +772,127 @@ func renamedLinks(c *Command, links []lineLink, home string, real *realDirs) (ma
 // nameTarget is what a path under the new name l of src reaches: for
 // cp -s, src itself; for a link (one the line made, or on the disk), its
 // target, a relative one read from l's directory as the moved or copied
-// link will be; for mv of a directory, the directory. found is false when
-// there is nothing to follow (a file, or a directory cp copies).
-func nameTarget(src, l string, links []lineLink, home string, real *realDirs, mv, symbolic bool) (t string, found bool) {
+// link will be; for mv of a directory, the directory (dir). found is false
+// when there is nothing to follow (a file, or a directory cp copies).
+func nameTarget(src, l string, links []lineLink, home string, real *realDirs, mv, symbolic bool) (t string, found, dir bool) {
 	if symbolic {
-		return src, true
+		return src, true, false
 	}
 	q := path.Clean(src)
 	for i := len(links) - 1; i >= 0; i-- {
 		if links[i].link == q {
-			return links[i].target, true
+			if links[i].raw != "" {
+				return joinFrom(path.Dir(l), links[i].raw, home), true, false
+			}
+			return links[i].target, true, links[i].moved
 		}
 	}
 	abs := homeAbs(q, home)
-	if !strings.HasPrefix(abs, "/") || perProcess(abs) {
-		return "", false
+	if !strings.HasPrefix(abs, "/") || perProcess(abs) || !real.look() {
+		return "", false, false
 	}
-	real.read = true
 	fi, err := os.Lstat(abs)
 	switch {
 	case err != nil:
-		return "", false
+		return "", false, false
 	case fi.Mode()&os.ModeSymlink != 0:
 		raw, err := os.Readlink(abs)
-		if err != nil || raw == "" {
-			return "", false
+		if err != nil || raw == "" || !real.look() {
+			return "", false, false
 		}
 		if strings.HasPrefix(raw, "/") {
-			return homeRel(path.Clean(raw), home), true
+			return homeRel(path.Clean(raw), home), true, false
 		}
-		return path.Join(path.Dir(l), raw), true
+		return joinFrom(path.Dir(l), raw, home), true, false
 	case mv && fi.IsDir():
-		return real.fromHome(real.walk(abs, true), home), true
+		return real.fromHome(real.walk(abs, true), home), true, true
 	}
-	return "", false
+	return "", false, false
 }
 
-// targetDir is the directory of -t DIR, -tDIR or --target-directory[=]DIR
-// in args (mv, cp).
-func targetDir(args []string) (string, bool) {
-	for i, a := range args {
-		switch {
-		case a == "--":
-			return "", false
-		case strings.HasPrefix(a, "--t") && !strings.Contains(a, "="):
-			if i+1 < len(args) {
-				return args[i+1], true
-			}
-		case strings.HasPrefix(a, "--t") && strings.Contains(a, "="):
-			_, v, _ := strings.Cut(a, "=")
-			return v, true
-		case len(a) > 1 && a[0] == '-' && a[1] != '-':
-			// A cluster of short options: -t, -vt DIR, -tDIR, -vtDIR.
-			for j := 1; j < len(a); j++ {
-				if a[j] == 't' {
-					if j+1 < len(a) {
-						return a[j+1:], true
-					}
-					if i+1 < len(args) {
-						return args[i+1], true
-					}
-					return "", false
-				}
-				if !('a' <= a[j] && a[j] <= 'z' || 'A' <= a[j] && a[j] <= 'Z') {
-					break
-				}
-			}
+// joinFrom is the relative path t read from the directory dir (a link's
+// target from the link's directory): through the home directory when dir
+// is written from ~, so a target that climbs out of ~ lands where the
+// kernel takes it.
+func joinFrom(dir, t, home string) string {
+	if abs := homeAbs(dir, home); strings.HasPrefix(abs, "/") {
+		return homeRel(path.Join(abs, t), home)
+	}
+	return path.Join(dir, t)
+}
+
+// underMoved reports whether p lies under a name mv gave a directory.
+func underMoved(p string, links []lineLink) bool {
+	q := path.Clean(p)
+	for _, l := range links {
+		if l.moved && (q == l.link || strings.HasPrefix(q, l.link+"/")) {
+			return true
 		}
 	}
-	return "", false
+	return false
+}
+
+// mvArgs reads mv's and cp's arguments: the names (sources, then the
+// destination unless -t names it), past the options that take a value
+// (-S SUFFIX, --suffix, --sparse, --no-preserve, -t DIR,
+// --target-directory, --context as --context=CTX only); dir is -t's. ok
+// is false when -t's directory is missing.
+func mvArgs(args []string) (names []string, dir string, hasDir, ok bool) {
+	takes := func(long string) (string, bool) { // a long option's full name, if it takes a value
+		name, _, _ := strings.Cut(long, "=")
+		for _, o := range []string{"--suffix", "--sparse", "--no-preserve", "--target-directory"} {
+			if len(name) >= 4 && strings.HasPrefix(o, name) {
+				return o, true
+			}
+		}
+		return "", false
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(names, args[i+1:]...), dir, hasDir, !hasDir || dir != ""
+		case strings.HasPrefix(a, "--"):
+			o, ok := takes(a)
+			if !ok {
+				continue
+			}
+			v, joined := "", false
+			if _, v, joined = strings.Cut(a, "="); !joined {
+				if i+1 >= len(args) {
+					return names, dir, hasDir || o == "--target-directory", false
+				}
+				i++
+				v = args[i]
+			}
+			if o == "--target-directory" {
+				dir, hasDir = v, true
+			}
+		case len(a) > 1 && a[0] == '-':
+			// A cluster of short options: the first of S and t takes the
+			// rest of the word, or the next argument.
+			for j := 1; j < len(a); j++ {
+				if a[j] != 'S' && a[j] != 't' {
+					continue
+				}
+				v := a[j+1:]
+				if v == "" {
+					if i+1 >= len(args) {
+						return names, dir, hasDir || a[j] == 't', false
+					}
+					i++
+					v = args[i]
+				}
+				if a[j] == 't' {
+					dir, hasDir = v, true
+				}
+				break
+			}
+		default:
+			names = append(names, a)
+		}
+	}
+	return names, dir, hasDir, !hasDir || dir != ""
 }
 
 // takenAway are the paths c removes or moves away: rm's and unlink's,

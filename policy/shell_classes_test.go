@@ -276,8 +276,27 @@ func TestPathsFollowLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := os.Mkdir(filepath.Join(p, "dd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// From p, rel reaches /etc/passwd; from p/a/b, somewhere else.
+	rel := strings.Repeat("../", strings.Count(p, "/")) + "etc/passwd"
 	e := defaultEngine(t)
 	for line, want := range map[string]string{
+		// Found by a review: option values, names removed earlier,
+		// relative targets moved, trailing slashes, moved directories.
+		"mv -S .x root r2 && rm -rf r2/usr":                   "deny",
+		"mv -vS .bak root r2 && rm -rf r2/usr":                "deny",
+		"mv -St root r2 && rm -rf r2/usr":                     "deny",
+		"cp -a --no-preserve mode pwl pw2 && echo x > pw2":    "deny",
+		"rm -rf dd && mv root dd && rm -rf dd/usr":            "deny",
+		"rm -rf dd; cp -s /etc/passwd dd; echo x > dd":        "deny",
+		"ln -s " + rel + " a/b/x && mv a/b/x r && echo x > r": "deny",
+		"ln -s " + rel + " x && echo x > x":                   "deny",
+		"rm -rf keys/":                                        "confirm",
+		"rm -rf keys/.":                                       "confirm",
+		"mv " + dots + " vendor && rm -rf vendor/aws":         "allow",
+		"cp -aL pwl pw2 && echo x > pw2":                      "allow",
 		// Links on the disk.
 		"rm -rf root/etc":               "deny",
 		"rm -rf ./root/usr/":            "deny",

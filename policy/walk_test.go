@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -59,13 +60,13 @@ func TestWalkDisk(t *testing.T) {
 		{"loop1/x", true, "loop1/x"},      // a loop: itself
 		{"./a/./f", true, "b/f"},
 	} {
-		got := walkDisk(d+"/"+c.p, c.final)
+		got := new(realDirs).walkDisk(d+"/"+c.p, c.final)
 		want := filepath.Clean(filepath.Join(d, c.want))
 		if got != want {
 			t.Errorf("walk %q (final %v): %q, want %q", c.p, c.final, got, want)
 		}
 	}
-	if got := walkDisk("/", true); got != "/" {
+	if got := new(realDirs).walkDisk("/", true); got != "/" {
 		t.Errorf("walk /: %q", got)
 	}
 }
@@ -86,31 +87,44 @@ func FuzzDiskWalk(f *testing.F) {
 		if err != nil {
 			return // a path that does not exist, or a loop
 		}
-		if got := walkDisk(abs, true); got != want {
+		if got := new(realDirs).walkDisk(abs, true); got != want {
 			t.Fatalf("%q: walk %q, EvalSymlinks %q", p, got, want)
 		}
 	})
 }
 
-// TestTargetDir reads mv's and cp's -t in each spelling.
-func TestTargetDir(t *testing.T) {
+// TestMvArgs reads mv's and cp's names past the options that take a
+// value, and -t in each spelling.
+func TestMvArgs(t *testing.T) {
 	for args, want := range map[string]string{
-		"-t /q a":                 "/q",
-		"-vt /q a":                "/q",
-		"-t/q a":                  "/q",
-		"-vt/q a":                 "/q",
-		"--target-directory=/q a": "/q",
-		"--target-directory /q a": "/q",
-		"--targ=/q a":             "/q",
-		"-v a -- -t":              "",
-		"-v a b":                  "",
-		"-t":                      "",
-		"--target-directory":      "",
-		"-f -i.bak -t /q a":       "/q",
+		"-t /q a":                 "a -> /q",
+		"-vt /q a":                "a -> /q",
+		"-t/q a":                  "a -> /q",
+		"-vt/q a b":               "a b -> /q",
+		"--target-directory=/q a": "a -> /q",
+		"--target-directory /q a": "a -> /q",
+		"--targ=/q a":             "a -> /q",
+		"-S .x root r2":           "root r2",
+		"--suffix .x root r2":     "root r2",
+		"-vS .bak root r2":        "root r2",
+		"-St root r2":             "root r2",
+		"-S.bak root r2":          "root r2",
+		"--no-preserve mode a b":  "a b",
+		"-v a -- -t":              "a -t",
+		"-f -i a b":               "a b",
+		"-t":                      "!",
+		"a --target-directory":    "!",
 	} {
-		got, ok := targetDir(strings.Fields(args))
-		if got != want || ok != (want != "") {
-			t.Errorf("%q: %q %v, want %q", args, got, ok, want)
+		names, dir, hasDir, ok := mvArgs(strings.Fields(args))
+		got := strings.Join(names, " ")
+		if hasDir {
+			got += " -> " + dir
+		}
+		if !ok {
+			got = "!"
+		}
+		if got != want {
+			t.Errorf("%q: %q, want %q", args, got, want)
 		}
 	}
 }
@@ -142,5 +156,44 @@ func TestRunnerOptionsAtTheEnd(t *testing.T) {
 	}
 	if n < 1000 {
 		t.Errorf("only %d lines tried: the runners' data was not read", n)
+	}
+}
+
+// TestDiskLookupsAreBounded: a line whose paths go through links that
+// take more look-ups than a line is allowed (maxDiskLookups) is asked
+// about, not followed to the end: 39 links, each of 1,600 components,
+// named by 200 operands, would take millions of look-ups.
+func TestDiskLookupsAreBounded(t *testing.T) {
+	d := t.TempDir()
+	if err := os.Mkdir(filepath.Join(d, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 39 {
+		next := "d"
+		if i < 38 {
+			next = "k" + strconv.Itoa(i+1)
+		}
+		if err := os.Symlink(strings.Repeat("d/../", 810)+next, filepath.Join(d, "k"+strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ops []string
+	for i := range 200 {
+		ops = append(ops, "k0/../a"+strconv.Itoa(i))
+	}
+	e := defaultEngine(t)
+	for _, line := range []string{"rm -rf " + strings.Join(ops, " "), "touch " + strings.Join(ops, " "), "touch k0/../a"} {
+		dec, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line, Cwd: d})
+		if err != nil || dec.Action != "confirm" {
+			t.Errorf("%.40q…: %s %s %v, want it asked about as not followed", line, dec.Action, dec.Rule, err)
+		}
+	}
+	// A line within the allowance is followed.
+	if err := os.Symlink("d/../d", filepath.Join(d, "short")); err != nil {
+		t.Fatal(err)
+	}
+	dec, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: "touch short/../a", Cwd: d})
+	if err != nil || dec.Action != "allow" {
+		t.Errorf("touch k0/../a: %s %s %v", dec.Action, dec.Rule, err)
 	}
 }
