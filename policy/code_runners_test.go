@@ -33,7 +33,17 @@ func TestEveryRunnerHandsCodeToTheAnalysis(t *testing.T) {
 			{`perl -e 'system("rm -rf /etc")'`, "system"},
 		} {
 			line := strings.Join(words, " ") + " " + code.argv
-			if r.line {
+			if r.each {
+				// Several arguments are read as the program and its
+				// arguments, each argument as a line and all of them as
+				// one: the code is found, and the line is refused.
+				in := e.Build(Input{Action: "input", Program: "bash", Text: line})
+				dec, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line})
+				if in.Code == nil || !strings.Contains(strings.Join(in.Code.Names, " "), code.call) || err != nil || dec.Action != "deny" {
+					t.Errorf("%q: code %+v, %s %s %v, want the call %s and a deny", line, in.Code, dec.Action, dec.Rule, err, code.call)
+				}
+			}
+			if r.line || r.each {
 				line = strings.Join(words, " ") + ` "` + strings.ReplaceAll(code.argv, `"`, `\"`) + `"`
 			}
 			in := e.Build(Input{Action: "input", Program: "bash", Text: line})

@@ -170,7 +170,9 @@
 // NAME=value words, -S); busybox; and the runners of data.termgate.runners
 // (sudo, nice, timeout, chrt, taskset, systemd-run, ssh HOST CMD, watch,
 // at, npm exec, uv run, poetry run…: their options, skipped arguments and
-// subcommands as the data says). The command line in an option's value
+// subcommands as the data says; a runner marked each, such as tmux,
+// hyperfine or a terminal emulator's -e, has each of its words and all of
+// them joined judged as lines besides the program they name). The command line in an option's value
 // (data.termgate.command_options: tar --checkpoint-action=exec=…, ssh -o
 // ProxyCommand=…, git -c alias.x=!…, rsync -e…), in a variable some
 // program runs (lists.command_env: GIT_PAGER, LESSOPEN, EDITOR…, by

@@ -1473,6 +1473,35 @@ func runLine(sh *Shell, line string, depth int, via string) []Command {
 	return sub.Commands
 }
 
+// eachLine returns the commands of each of args read as a line, and of
+// all of them joined, for a runner that takes one string as a shell
+// command and several as a program and its arguments (tmux new 'a b';
+// tmux new a b, whose program unwrap reads too), or each as a command
+// (hyperfine 'a' 'b'), or keys typed in turn (tmux send-keys rm Space -rf
+// Enter). A reading that does not parse as shell is asked about, as any
+// line that does not parse: the program may run it as shell. Each
+// reading is one of the line's allowance: past it, the line is asked
+// about as one not followed.
+func eachLine(sh *Shell, args []string, depth int, via string) []Command {
+	lines := args
+	if len(args) > 1 {
+		lines = append(slices.Clip(args), strings.Join(args, " "))
+	}
+	var out []Command
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if depth >= maxDepth || !sh.takeReading() {
+			sh.Eval = true
+			sh.notFollowed("runners within runners beyond what the gateway follows")
+			break
+		}
+		out = append(out, runLine(sh, l, depth, via)...)
+	}
+	return out
+}
+
 // commandLine adds the commands of a line some program runs (a variable's
 // value such as GIT_PAGER) to the walker's shell.
 func (w *walker) commandLine(line, via string) {
@@ -1580,6 +1609,14 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 	}
 	if r.line {
 		return Command{}, false, append(nested, runLine(sh, strings.Join(args[i:], " "), depth, c.Name)...)
+	}
+	if r.each {
+		nested = append(nested, eachLine(sh, args[i:], depth, c.Name)...)
+		if i == len(args)-1 {
+			return Command{}, false, nested // one string: a shell command
+		}
+		// Several: a program and its arguments, and the readings above.
+		return Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic}, true, nested
 	}
 	return Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic}, true, nested
 }
