@@ -77,26 +77,6 @@ finding contains {
 	outside_cwd(p)
 }
 
-# A recursive delete of a path whose words stay in the working directory
-# but which reaches outside it through a symbolic link (ln -s ~ x && rm
-# -rf x/.ssh; rm -rf cache/ with cache a link to ~/.cache): the engine's
-# fact, which it alone can derive from the links.
-finding contains {
-	"rule": "fs.rm_recursive_outside",
-	"action": "confirm",
-	"severity": "medium",
-	"reason": sprintf("recursive delete of %s, which reaches outside the working directory through a symbolic link", [p]),
-} if {
-	"rm" in input.shell.names
-	some ix in input.shell.name_commands.rm
-	c := input.shell.commands[ix]
-	some flag in c.flags
-	flag in {"r", "R", "--recursive"} # a recursive delete
-	some p in targets(c)
-	input.shell.path_facts[p].leaves
-	not protected(p)
-}
-
 # A recursive delete of a relative path from a directory the line does
 # not tell (after cd "$d", cd -, popd or a sourced file): the path may
 # name a protected one (rm -rf etc, when the cd went to /). Asked, not
@@ -149,6 +129,12 @@ outside_cwd(p) if startswith(p, "~")
 outside_cwd(p) if startswith(p, "$")
 
 outside_cwd(p) if contains(concat("", ["/", p, "/"]), "/../")
+
+# A path whose words stay in the working directory but which reaches
+# outside it through a symbolic link (ln -s ~ x && rm -rf x/.ssh; rm -rf
+# cache/ with cache a link to ~/.cache): the engine's fact, which only it
+# can derive from the links.
+outside_cwd(p) if input.shell.path_facts[p].leaves
 
 finding contains {
 	"rule": "fs.find_delete",

@@ -501,10 +501,7 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 			}
 			sh.reaches[p] = addOnce(sh.reaches[p], r)
 			if !underMoved(p, links) && leavesDir(o, r, c.Cwd, func() string { return physical(c.Cwd, home, &real, true) }) {
-				if sh.leaves == nil {
-					sh.leaves = map[string]bool{}
-				}
-				sh.leaves[p] = true
+				sh.leave(o, p)
 			}
 			if len(gwPaths) > 0 {
 				ref(r)
@@ -520,10 +517,7 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 				// rm -rf cache/ removes what the link cache names.
 				if lex := resolveOperand(c.Cwd, strings.TrimRight(strings.TrimSuffix(o, "/."), "/"), home, &real); lex != p &&
 					leavesDir(o, p, c.Cwd, func() string { return physical(c.Cwd, home, &real, true) }) {
-					if sh.leaves == nil {
-						sh.leaves = map[string]bool{}
-					}
-					sh.leaves[p] = true
+					sh.leave(o, p)
 				}
 			}
 			// The links the line makes first: they replace what the disk
@@ -631,6 +625,16 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 		sh.notFollowed("the line's paths go through more of the disk's links than the gateway reads")
 	}
 	sh.readDisk = sh.readDisk || real.read
+}
+
+// leave records that the operand o, resolved as p, leaves its command's
+// working directory through a link: both words' facts say so, and the
+// rules' outside_cwd reads the operand's.
+func (sh *Shell) leave(o, p string) {
+	if sh.leaves == nil {
+		sh.leaves = map[string]bool{}
+	}
+	sh.leaves[o], sh.leaves[p] = true, true
 }
 
 // leavesDir reports whether r, which the operand o reaches through
