@@ -691,7 +691,8 @@ func rawPath(cwd, o, home string) string {
 	return dir + "/" + o
 }
 
-// renamedLinks returns the links mv and cp leave: mv A B moves the name
+// renamedLinks returns the links mv, cp and ln leave: ln A B (no -s)
+// makes B the file A, or a copy of A when A is a link; mv A B moves the name
 // A, so that a path under B reaches what one under A did (A a link, or a
 // directory whose links later paths go through: mv root r2 && rm -rf
 // r2/etc, with root a link to /); cp with -a, -d, -P or -r (and neither
@@ -703,10 +704,15 @@ func renamedLinks(c *Command, links []lineLink, home string, real *realDirs, gon
 	has := func(short, long string, min int) bool {
 		return short != "" && slices.Contains(c.Flags, short) || long != "" && longFlag(c.Flags, long, min)
 	}
-	var mv, symbolic bool
+	var mv, symbolic, hard bool
 	switch c.Name {
 	case "mv":
 		mv = true
+	case "ln":
+		if has("s", "--symbolic", 4) {
+			return nil, true // madeLinks reads ln -s
+		}
+		hard = true // a hard link: the same file, or a copy of a link
 	case "cp":
 		symbolic = has("s", "--symbolic-link", 3)
 		asLinks := (has("a", "--archive", 3) || has("d", "", 0) || has("P", "--no-dereference", 6) ||
@@ -764,7 +770,7 @@ func renamedLinks(c *Command, links []lineLink, home string, real *realDirs, gon
 			if l == "/" || l == "~" || l == "." || l == ".." || strings.HasPrefix(l, "../") {
 				continue
 			}
-			t, found, dirMoved := nameTarget(src, l, links, home, real, mv, symbolic)
+			t, found, dirMoved := nameTarget(src, l, links, home, real, mv, symbolic, hard)
 			if found {
 				made = append(made, lineLink{link: path.Clean(l), target: t, moved: dirMoved})
 			}
@@ -776,9 +782,10 @@ func renamedLinks(c *Command, links []lineLink, home string, real *realDirs, gon
 // nameTarget is what a path under the new name l of src reaches: for
 // cp -s, src itself; for a link (one the line made, or on the disk), its
 // target, a relative one read from l's directory as the moved or copied
-// link will be; for mv of a directory, the directory (dir). found is false
-// when there is nothing to follow (a file, or a directory cp copies).
-func nameTarget(src, l string, links []lineLink, home string, real *realDirs, mv, symbolic bool) (t string, found, dir bool) {
+// link will be; for mv of a directory, the directory (dir); for a hard
+// link (hard) to a file, the file. found is false when there is nothing
+// to follow (a file cp copies, or a directory).
+func nameTarget(src, l string, links []lineLink, home string, real *realDirs, mv, symbolic, hard bool) (t string, found, dir bool) {
 	if symbolic {
 		return src, true, false
 	}
@@ -810,6 +817,8 @@ func nameTarget(src, l string, links []lineLink, home string, real *realDirs, mv
 		return joinFrom(path.Dir(l), raw, home), true, false
 	case mv && fi.IsDir():
 		return real.fromHome(real.walk(abs, true), home), true, true
+	case hard && fi.Mode().IsRegular():
+		return q, true, false // ln F G: G is F
 	}
 	return "", false, false
 }

@@ -1502,6 +1502,28 @@ func eachLine(sh *Shell, args []string, depth int, via string) []Command {
 	return out
 }
 
+// screenCommand reads screen -X CMD, a command sent to a running
+// screen: stuff types its text into the window (stuff 'rm -rf ~^M', the
+// ^M and \n a typed Enter), exec and screen run a program there. Each is
+// judged as the lines it amounts to; ok is false for any other screen.
+func screenCommand(args []string, sh *Shell, depth int) ([]Command, bool) {
+	k := slices.Index(args, "-X")
+	if k < 0 || k+2 >= len(args) {
+		return nil, false
+	}
+	switch cmd, rest := args[k+1], args[k+2:]; cmd {
+	case "stuff":
+		text := strings.Join(rest, " ")
+		for _, enter := range []string{"^M", "^J", `\n`, `\r`, `\015`, `\012`} {
+			text = strings.ReplaceAll(text, enter, "\n")
+		}
+		return runLine(sh, text, depth, "screen"), true
+	case "exec", "screen":
+		return eachLine(sh, rest, depth, "screen"), true
+	}
+	return nil, false
+}
+
 // commandLine adds the commands of a line some program runs (a variable's
 // value such as GIT_PAGER) to the walker's shell.
 func (w *walker) commandLine(line, via string) {
@@ -1561,6 +1583,10 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 		return Command{}, false, nil
 	case "env":
 		return unwrapEnv(c, sh, depth)
+	case "screen":
+		if nested, ok := screenCommand(c.Args, sh, depth); ok {
+			return Command{}, false, nested
+		}
 	case "capsh":
 		return unwrapCapsh(c)
 	case "runcon":

@@ -296,6 +296,10 @@ func TestPathsFollowLinks(t *testing.T) {
 		"rm -rf keys/":                                        "confirm",
 		"rm -rf keys/.":                                       "confirm",
 		"mv " + dots + " vendor && rm -rf vendor/aws":         "allow",
+		"ln pwl pw2 && echo x > pw2":                          "deny",
+		"ln -P pwl pw2 && echo x > pw2":                       "deny",
+		"ln /etc/passwd pw3 && echo x > pw3":                  "deny",
+		"ln notes n2 && echo x > n2":                          "allow",
 		"cp -aL pwl pw2 && echo x > pw2":                      "allow",
 		// Links on the disk.
 		"rm -rf root/etc":               "deny",
