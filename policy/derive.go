@@ -261,6 +261,10 @@ type lineLink struct {
 	// new name, so a path under it does not leave the working directory
 	// by going there.
 	moved bool
+	// copied is true for the name cp -a (or -r) gave a directory: a
+	// path under it is a copy of the one under the source, and leads
+	// elsewhere only through a link the copy kept.
+	copied bool
 }
 
 // longFlag reports whether one of flags is the long option name or an
@@ -379,9 +383,10 @@ const maxLinkChain = 8
 // points to). itself is true when p names a link itself that the disk
 // showed is no directory: p is then only the link's name. ok is false when a link on the way goes to a place the
 // line does not tell, or the chain is longer than maxLinkChain.
-func throughLinks(p, w string, final bool, links []lineLink) (reach string, itself, ok bool) {
+func throughLinks(p, w string, final bool, links []lineLink) (reach string, itself, ok bool, first int) {
+	first = -1
 	if len(links) == 0 || p == "" || strings.HasPrefix(p, "$") {
-		return p, false, true
+		return p, false, true, first
 	}
 	final = final || strings.HasSuffix(w, "/") || strings.HasSuffix(w, "/.")
 	q := path.Clean(p)
@@ -395,19 +400,20 @@ func throughLinks(p, w string, final bool, links []lineLink) (reach string, itse
 		}
 		if i < 0 {
 			if hop == 0 {
-				return p, false, true
+				return p, false, true, first
 			}
-			return q, itself, true
+			return q, itself, true, first
 		}
 		if links[i].target == "" {
-			return p, false, false
+			return p, false, false, first
 		}
 		if hop == 0 {
 			itself = q == links[i].link && links[i].sure
+			first = i
 		}
 		q = path.Clean(links[i].target + strings.TrimPrefix(q, links[i].link))
 	}
-	return p, false, false
+	return p, false, false, first
 }
 
 // beyondHome resolves a path that climbs out of ~ (~/../../proc/x, or
@@ -522,8 +528,23 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 			}
 			// The links the line makes first: they replace what the disk
 			// holds at their names (ln -sf T x over an old link x).
-			reach, itself, ok := throughLinks(p, o, final, links)
-			if disk {
+			reach, itself, ok, first := throughLinks(p, o, final, links)
+			switch {
+			case first >= 0 && links[first].copied:
+				// A copy of a directory: the path is the copy's own unless
+				// it goes through a link the copy kept (cp -a rd rd2 &&
+				// rm -rf rd2/r/usr, r a link to /).
+				in := reach
+				if disk {
+					in = physical(reach, home, &real, final)
+				}
+				rest := strings.TrimPrefix(path.Clean(p), links[first].link)
+				if plain := physical(links[first].target, home, &real, true) + rest; in == reach || in == plain || in == path.Clean(plain) {
+					reach = p
+				} else {
+					reach = in
+				}
+			case disk:
 				// A name an earlier command of the line removed or moved
 				// away is no longer the link the disk holds.
 				reach = physical(reach, home, &real, final && !gone[reach])
@@ -770,9 +791,9 @@ func renamedLinks(c *Command, links []lineLink, home string, real *realDirs, gon
 			if l == "/" || l == "~" || l == "." || l == ".." || strings.HasPrefix(l, "../") {
 				continue
 			}
-			t, found, dirMoved := nameTarget(src, l, links, home, real, mv, symbolic, hard)
+			t, found, dir := nameTarget(src, l, links, home, real, mv, symbolic, hard)
 			if found {
-				made = append(made, lineLink{link: path.Clean(l), target: t, moved: dirMoved})
+				made = append(made, lineLink{link: path.Clean(l), target: t, moved: dir && mv, copied: dir && !mv})
 			}
 		}
 	}
@@ -782,9 +803,9 @@ func renamedLinks(c *Command, links []lineLink, home string, real *realDirs, gon
 // nameTarget is what a path under the new name l of src reaches: for
 // cp -s, src itself; for a link (one the line made, or on the disk), its
 // target, a relative one read from l's directory as the moved or copied
-// link will be; for mv of a directory, the directory (dir); for a hard
-// link (hard) to a file, the file. found is false when there is nothing
-// to follow (a file cp copies, or a directory).
+// link will be; for mv or cp of a directory, the directory (dir); for a
+// hard link (hard) to a file, the file. found is false when there is
+// nothing to follow (a file cp copies).
 func nameTarget(src, l string, links []lineLink, home string, real *realDirs, mv, symbolic, hard bool) (t string, found, dir bool) {
 	if symbolic {
 		return src, true, false
@@ -815,7 +836,7 @@ func nameTarget(src, l string, links []lineLink, home string, real *realDirs, mv
 			return homeRel(path.Clean(raw), home), true, false
 		}
 		return joinFrom(path.Dir(l), raw, home), true, false
-	case mv && fi.IsDir():
+	case fi.IsDir() && !hard:
 		return real.fromHome(real.walk(abs, true), home), true, true
 	case hard && fi.Mode().IsRegular():
 		return q, true, false // ln F G: G is F

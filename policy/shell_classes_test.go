@@ -276,6 +276,12 @@ func TestPathsFollowLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := os.MkdirAll(filepath.Join(p, "rd", "cache"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/", filepath.Join(p, "rd", "r")); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Mkdir(filepath.Join(p, "dd"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -296,6 +302,12 @@ func TestPathsFollowLinks(t *testing.T) {
 		"rm -rf keys/":                                        "confirm",
 		"rm -rf keys/.":                                       "confirm",
 		"mv " + dots + " vendor && rm -rf vendor/aws":         "allow",
+		"cp -a rd rd2 && rm -rf rd2/r/usr":                    "deny",
+		"cp -r rd rd2 && rm -rf rd2/r/usr":                    "deny",
+		"cp -a rd rd2 && rm -rf rd2/cache":                    "allow",
+		"cp -a " + dots + " d2 && echo x > d2/aws/config":     "allow",
+		"cp -a ~/.ssh sshbak && echo x > sshbak/config":       "confirm", // cp reads the keys; the write is to the copy
+		"cp -rL rd rd2 && rm -rf rd2/r/usr":                   "allow",
 		"ln pwl pw2 && echo x > pw2":                          "deny",
 		"ln -P pwl pw2 && echo x > pw2":                       "deny",
 		"ln /etc/passwd pw3 && echo x > pw3":                  "deny",
