@@ -310,6 +310,10 @@ func IsShell(name string) bool { return shellNames[name] }
 
 const maxDepth = 4 // sh -c 'sh -c "…"' nesting followed before giving up (and flagging)
 
+// maxWrappers bounds the runners one command is followed through
+// (sudo nice timeout 5 CMD is three).
+const maxWrappers = 32
+
 // fold is how the analysis compares names and paths: Unicode
 // compatibility forms folded (NFKC: ｒｍ is rm, ／ is /) and zero-width and
 // soft-hyphen characters removed. It is applied to the words a command
@@ -1295,7 +1299,15 @@ func finish(c Command, sh *Shell, depth int) []Command {
 		shown.Redirects = append(slices.Clip(c.Redirects), writes...)
 	}
 	out := append([]Command{shown}, nested...)
-	if ok && inner.Name != "" {
+	switch {
+	case !ok || inner.Name == "":
+	case len(c.Wrappers) >= maxWrappers:
+		// timeout 1 timeout 1 … two thousand times: each command would
+		// carry every wrapper before it, and the document grow with
+		// their square. Past the bound the line is not followed.
+		sh.Eval = true
+		sh.notFollowed("runners within runners beyond what the gateway follows")
+	default:
 		out = append(out, finish(runBy(inner, c), sh, depth)...)
 	}
 	switch {

@@ -197,3 +197,23 @@ func TestDiskLookupsAreBounded(t *testing.T) {
 		t.Errorf("touch k0/../a: %s %s %v", dec.Action, dec.Rule, err)
 	}
 }
+
+// TestRunnerChainsAreBounded: runners within runners are followed to
+// maxWrappers; a longer chain (timeout 1 two thousand times, whose
+// document grew with the square of its length until the evaluation's
+// time ran out) is asked about as not followed.
+func TestRunnerChainsAreBounded(t *testing.T) {
+	e := defaultEngine(t)
+	for line, want := range map[string]string{
+		strings.Repeat("timeout 1 ", 2000) + "true":         "confirm",
+		strings.Repeat("screen -dm ", 2000) + "true":        "confirm",
+		strings.Repeat("nice ", maxWrappers-1) + "rm -rf ~": "deny",
+		strings.Repeat("timeout 1 ", maxWrappers+1) + "ls":  "confirm",
+		"sudo nice timeout 5 rm -rf ~":                      "deny",
+	} {
+		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line})
+		if err != nil || d.Action != want {
+			t.Errorf("%.30q…: %s %s %v, want %s", line, d.Action, d.Rule, err, want)
+		}
+	}
+}
