@@ -5,6 +5,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
@@ -1536,6 +1537,76 @@ func screenCommand(args []string, sh *Shell, depth int) ([]Command, bool) {
 	return nil, false
 }
 
+// tmuxSendKeys reads tmux send-keys (send): the keys it types into a
+// pane, each argument after the next with nothing between them, a key
+// name (Enter, Space, Tab, BSpace, C-u…) as what it types or erases
+// (none with -l), each argument a byte in hex with -H. The text is judged
+// as the lines it types; a key that recalls a line nobody judged (Up,
+// C-p, C-r) makes the line one that is asked about. ok is false for any
+// other tmux command.
+func tmuxSendKeys(args []string, sh *Shell, depth int) ([]Command, bool) {
+	i := skipOptions(args, 0, map[string]int{"-L": 1, "-S": 1, "-f": 1, "-T": 1})
+	if i >= len(args) || args[i] != "send-keys" && args[i] != "send" {
+		return nil, false
+	}
+	literal, hex := false, false
+	i++
+	for i < len(args) && strings.HasPrefix(args[i], "-") && len(args[i]) > 1 {
+		a := args[i]
+		i++
+		if a == "--" {
+			break
+		}
+		for k := 1; k < len(a); k++ {
+			switch a[k] {
+			case 'l':
+				literal = true
+			case 'H':
+				hex = true
+			case 't', 'N':
+				if k == len(a)-1 {
+					i++ // the value is the next argument
+				}
+				k = len(a)
+			}
+		}
+	}
+	var b strings.Builder
+	text := func() string { return b.String() }
+	for _, k := range args[min(i, len(args)):] {
+		switch {
+		case hex:
+			if v, err := strconv.ParseUint(strings.TrimPrefix(k, "0x"), 16, 8); err == nil {
+				b.WriteByte(byte(v))
+			}
+		case literal:
+			b.WriteString(k)
+		case k == "Enter" || k == "C-m" || k == "C-j" || k == "KPEnter":
+			b.WriteByte('\n')
+		case k == "Space":
+			b.WriteByte(' ')
+		case k == "Tab" || k == "C-i":
+			b.WriteByte('\t')
+		case k == "BSpace" || k == "C-h":
+			t := []rune(text())
+			if len(t) > 0 && t[len(t)-1] != '\n' {
+				b.Reset()
+				b.WriteString(string(t[:len(t)-1]))
+			}
+		case k == "C-u" || k == "C-c":
+			t := text()
+			b.Reset()
+			b.WriteString(t[:strings.LastIndexByte(t, '\n')+1])
+		case k == "Up" || k == "C-p" || k == "C-r" || k == "Down" || k == "C-n":
+			sh.Eval = true
+			sh.notFollowed("tmux send-keys recalls a line from the pane's history")
+		default:
+			b.WriteString(k)
+		}
+	}
+	return runLine(sh, text(), depth, "tmux"), true
+}
+
 // commandLine adds the commands of a line some program runs (a variable's
 // value such as GIT_PAGER) to the walker's shell.
 func (w *walker) commandLine(line, via string) {
@@ -1597,6 +1668,10 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 		return unwrapEnv(c, sh, depth)
 	case "screen":
 		if nested, ok := screenCommand(c.Args, sh, depth); ok {
+			return Command{}, false, nested
+		}
+	case "tmux":
+		if nested, ok := tmuxSendKeys(c.Args, sh, depth); ok {
 			return Command{}, false, nested
 		}
 	case "capsh":

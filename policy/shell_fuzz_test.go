@@ -43,7 +43,7 @@ func FuzzShellAnalysis(f *testing.F) {
 		"f() { f | f & }; f", "exec 3<> /dev/sda", "cat <<-'EOF' >> ~/.bashrc\n\tx\n\tEOF", `x\`, "sh -c 'rm${IFS}-rf${IFS}/'",
 		"echo ＂ ; rm -rf ~ ＂", "{rm,-rf,~}", "$'\\x72m' -rf ~", "echo {1..99999999}", "tar cf x . --checkpoint-action=exec='rm -rf ~'",
 		"GIT_PAGER='|x' git log", "sed -n '1e id' x", "awk 'BEGIN{system(\"id\")}'", "cd /; rm -rf usr", "find . -delete",
-		"sudo -u", "screen -ls", "screen -X stuff 'rm -rf ~^M'", "screen -X exec", "cp -a rd rd2 && rm -rf rd2/r/usr", "ln pw pw2 && echo x > pw2", "tmux send-keys -t s rm Space -rf Enter", "hyperfine -P", "mv root r2 && rm -rf r2/etc", "cp -a -vt /tmp x && rm -rf /tmp/x/", "echo x > a/../../b", "cp -s /etc/passwd p && echo > p",
+		"sudo -u", "screen -ls", "screen -X stuff 'rm -rf ~^M'", "screen -X exec", "tmux send-keys -H 72 6d 0a", "tmux send-keys -t s x BSpace C-u Up Enter", "tmux send -N", "cp -a rd rd2 && rm -rf rd2/r/usr", "ln pw pw2 && echo x > pw2", "tmux send-keys -t s rm Space -rf Enter", "hyperfine -P", "mv root r2 && rm -rf r2/etc", "cp -a -vt /tmp x && rm -rf /tmp/x/", "echo x > a/../../b", "cp -s /etc/passwd p && echo > p",
 		`{"action":"input","program":"bash","text":"mv -t /tmp/q .. && rm -rf /tmp/q/../x/../../","cwd":"/"}`,
 	} {
 		f.Add(s)
