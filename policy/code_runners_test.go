@@ -43,7 +43,7 @@ func TestEveryRunnerHandsCodeToTheAnalysis(t *testing.T) {
 					t.Errorf("%q: code %+v, %s %s %v, want the call %s and a deny", line, in.Code, dec.Action, dec.Rule, err, code.call)
 				}
 			}
-			if r.line || r.each {
+			if r.line || r.each || r.lines {
 				line = strings.Join(words, " ") + ` "` + strings.ReplaceAll(code.argv, `"`, `\"`) + `"`
 			}
 			in := e.Build(Input{Action: "input", Program: "bash", Text: line})

@@ -170,9 +170,10 @@
 // NAME=value words, -S); busybox; and the runners of data.termgate.runners
 // (sudo, nice, timeout, chrt, taskset, systemd-run, ssh HOST CMD, watch,
 // at, npm exec, uv run, poetry run…: their options, skipped arguments and
-// subcommands as the data says; a runner marked each, such as tmux,
-// hyperfine or a terminal emulator's -e, has each of its words and all of
-// them joined judged as lines besides the program they name). The command line in an option's value
+// subcommands as the data says; a runner marked each, such as tmux or a
+// terminal emulator's -e, takes one word as a shell line and several as a
+// program, any word that reads as a command judged too; one marked lines,
+// such as hyperfine, has every word judged as a shell line). The command line in an option's value
 // (data.termgate.command_options: tar --checkpoint-action=exec=…, ssh -o
 // ProxyCommand=…, git -c alias.x=!…, rsync -e…), in a variable some
 // program runs (lists.command_env: GIT_PAGER, LESSOPEN, EDITOR…, by

@@ -1486,22 +1486,20 @@ func runLine(sh *Shell, line string, depth int, via string) []Command {
 	return sub.Commands
 }
 
-// eachLine returns the commands of each of args read as a line, and of
-// all of them joined, for a runner that takes one string as a shell
-// command and several as a program and its arguments (tmux new 'a b';
-// tmux new a b, whose program unwrap reads too), or each as a command
-// (hyperfine 'a' 'b'), or keys typed in turn (tmux send-keys rm Space -rf
-// Enter). A reading that does not parse as shell is asked about, as any
-// line that does not parse: the program may run it as shell. Each
-// reading is one of the line's allowance: past it, the line is asked
-// about as one not followed.
-func eachLine(sh *Shell, args []string, depth int, via string) []Command {
-	lines := args
-	if len(args) > 1 {
-		lines = append(slices.Clip(args), strings.Join(args, " "))
-	}
+// wordLines returns the commands of each of args read as a shell line:
+// a runner that takes one string as a shell command and several words as
+// a program and its arguments (tmux new 'a b'; tmux new a b, whose
+// program unwrap reads too; a terminal's -e), or each word as a command
+// (hyperfine 'a' 'b'). strict readings are the program's own: one that
+// does not parse is asked about, as any line that does not parse. The
+// others only look for a command among words another program gets
+// (tmux splitw -l 10 'CMD', its -l read as taking no value): a word that
+// does not parse is read line by line, and what does not parse then is
+// left to the program's own reading. Each reading is one of the line's
+// allowance: past it, the line is asked about as one not followed.
+func wordLines(sh *Shell, args []string, depth int, via string, strict bool) []Command {
 	var out []Command
-	for _, l := range lines {
+	for _, l := range args {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
@@ -1510,9 +1508,35 @@ func eachLine(sh *Shell, args []string, depth int, via string) []Command {
 			sh.notFollowed("runners within runners beyond what the gateway follows")
 			break
 		}
-		out = append(out, runLine(sh, l, depth, via)...)
+		if strict {
+			out = append(out, runLine(sh, l, depth, via)...)
+		} else {
+			out = append(out, lenientLine(sh, l, depth, via)...)
+		}
 	}
 	return out
+}
+
+// lenientLine is runLine for a word that may not be a shell line at all:
+// what does not parse is left out, line by line, and sets no parse error.
+func lenientLine(sh *Shell, line string, depth int, via string) []Command {
+	sub := sh.sub()
+	parseNested(sh, &sub, line, depth+1)
+	if sub.ParseError != "" {
+		if !strings.Contains(line, "\n") {
+			return nil
+		}
+		var out []Command
+		for _, l := range strings.Split(line, "\n") {
+			out = append(out, lenientLine(sh, l, depth, via)...)
+		}
+		return out
+	}
+	mergeFlags(sh, &sub)
+	for i := range sub.Commands {
+		sub.Commands[i].Wrappers = append([]string{via}, sub.Commands[i].Wrappers...)
+	}
+	return sub.Commands
 }
 
 // screenCommand reads screen -X CMD, a command sent to a running
@@ -1532,7 +1556,10 @@ func screenCommand(args []string, sh *Shell, depth int) ([]Command, bool) {
 		}
 		return runLine(sh, text, depth, "screen"), true
 	case "exec", "screen":
-		return eachLine(sh, rest, depth, "screen"), true
+		if len(rest) == 1 {
+			return runLine(sh, rest[0], depth, "screen"), true
+		}
+		return finish(Command{Name: rest[0], Args: rest[1:], Wrappers: []string{"screen"}}, sh, depth), true
 	}
 	return nil, false
 }
@@ -1723,12 +1750,17 @@ func unwrap(c Command, sh *Shell, depth int) (Command, bool, []Command) {
 	if r.line {
 		return Command{}, false, append(nested, runLine(sh, strings.Join(args[i:], " "), depth, c.Name)...)
 	}
+	if r.lines {
+		return Command{}, false, append(nested, wordLines(sh, args[i:], depth, c.Name, true)...)
+	}
 	if r.each {
-		nested = append(nested, eachLine(sh, args[i:], depth, c.Name)...)
 		if i == len(args)-1 {
-			return Command{}, false, nested // one string: a shell command
+			// One string: a shell command.
+			return Command{}, false, append(nested, wordLines(sh, args[i:], depth, c.Name, true)...)
 		}
-		// Several: a program and its arguments, and the readings above.
+		// Several: a program and its arguments, and any word that reads
+		// as a command.
+		nested = append(nested, wordLines(sh, args[i:], depth, c.Name, false)...)
 		return Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic}, true, nested
 	}
 	return Command{Name: args[i], Args: args[i+1:], Dynamic: c.Dynamic}, true, nested

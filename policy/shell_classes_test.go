@@ -558,7 +558,7 @@ func TestEveryRunnerRunsItsCommand(t *testing.T) {
 			words = append(words, "x")
 		}
 		line := strings.Join(words, " ") + " rm -rf ~"
-		if r.line {
+		if r.line || r.lines {
 			line = strings.Join(words, " ") + " 'rm -rf ~'"
 		}
 		dec, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line})
@@ -604,7 +604,7 @@ func TestEveryRunnerOptionTakesItsValues(t *testing.T) {
 			lines = append(lines, strings.Join(slices.Concat(head, []string{"a", "b", sep}), " ")+" rm -rf ~")
 		}
 		for _, line := range lines {
-			if r.line {
+			if r.line || r.lines {
 				line = strings.TrimSuffix(line, " rm -rf ~") + " 'rm -rf ~'"
 			}
 			dec, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line})

@@ -72,7 +72,8 @@ type runner struct {
 	skip        int
 	subcommands []string
 	line        bool
-	each        bool // each argument is a line, and so are all of them joined (tmux new 'cmd', hyperfine 'a' 'b')
+	each        bool // one argument is a shell line, several a program and its arguments (tmux new, a terminal's -e)
+	lines       bool // each argument is a shell line (hyperfine 'a' 'b')
 	stdin       bool
 	optionalSub bool     // the subcommand may be left out (dotenv [run] CMD)
 	separators  []string // words after which the command follows (--, distrobox's -e)
@@ -94,6 +95,7 @@ type runnerDoc struct {
 	Subcommands []string       `json:"subcommands"`
 	Line        bool           `json:"line"`
 	Each        bool           `json:"each"`
+	Lines       bool           `json:"lines"`
 	Stdin       bool           `json:"stdin"`
 	OptionalSub bool           `json:"optional_subcommand"`
 	Separators  []string       `json:"separators"`
@@ -115,7 +117,7 @@ func newShellData(data map[string]any) (*shellData, error) {
 			if doc.Skip < 0 || doc.Skip > 8 {
 				return nil, fmt.Errorf("data.termgate.runners.%s: skip %d is out of 0..8", name, doc.Skip)
 			}
-			r := runner{options: map[string]int{}, skip: doc.Skip, subcommands: doc.Subcommands, line: doc.Line, each: doc.Each, stdin: doc.Stdin,
+			r := runner{options: map[string]int{}, skip: doc.Skip, subcommands: doc.Subcommands, line: doc.Line, each: doc.Each, lines: doc.Lines, stdin: doc.Stdin,
 				optionalSub: doc.OptionalSub, separators: doc.Separators, shell: doc.Shell}
 			for _, o := range doc.Options {
 				r.options[o] = 1
