@@ -500,13 +500,14 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 		c := &sh.Commands[i]
 		onDisk := followed != nil && followed(c)
 		final := finalFollowers[c.Name]
+		realCwd := func() string { return physical(c.Cwd, home, &real, true) }
 		// record notes that p (written o) reaches r through links.
 		record := func(o, p, r string) {
 			if sh.reaches == nil {
 				sh.reaches = map[string][]string{}
 			}
 			sh.reaches[p] = addOnce(sh.reaches[p], r)
-			if !underMoved(p, links) && leavesDir(o, r, c.Cwd, func() string { return physical(c.Cwd, home, &real, true) }) {
+			if !underMoved(p, links) && leavesDir(o, r, c.Cwd, realCwd) {
 				sh.leave(o, p)
 			}
 			if len(gwPaths) > 0 {
@@ -522,7 +523,7 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 			if p != o && (strings.HasSuffix(o, "/") || strings.HasSuffix(o, "/.")) {
 				// rm -rf cache/ removes what the link cache names.
 				if lex := resolveOperand(c.Cwd, strings.TrimRight(strings.TrimSuffix(o, "/."), "/"), home, &real); lex != p &&
-					leavesDir(o, p, c.Cwd, func() string { return physical(c.Cwd, home, &real, true) }) {
+					leavesDir(o, p, c.Cwd, realCwd) {
 					sh.leave(o, p)
 				}
 			}
@@ -539,7 +540,7 @@ func derivePaths(sh *Shell, gw *Gateway, followed func(*Command) bool) {
 					in = physical(reach, home, &real, final)
 				}
 				rest := strings.TrimPrefix(path.Clean(p), links[first].link)
-				if plain := physical(links[first].target, home, &real, true) + rest; in == reach || in == plain || in == path.Clean(plain) {
+				if plain := path.Join(physical(links[first].target, home, &real, true), rest); in == reach || in == plain {
 					reach = p
 				} else {
 					reach = in
@@ -791,9 +792,9 @@ func renamedLinks(c *Command, links []lineLink, home string, real *realDirs, gon
 			if l == "/" || l == "~" || l == "." || l == ".." || strings.HasPrefix(l, "../") {
 				continue
 			}
-			t, found, dir := nameTarget(src, l, links, home, real, mv, symbolic, hard)
+			t, found, tree := nameTarget(src, l, links, home, real, mv, symbolic, hard)
 			if found {
-				made = append(made, lineLink{link: path.Clean(l), target: t, moved: dir && mv, copied: dir && !mv})
+				made = append(made, lineLink{link: path.Clean(l), target: t, moved: tree && mv, copied: tree && !mv})
 			}
 		}
 	}

@@ -1,12 +1,14 @@
 package policy
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 	"mvdan.cc/sh/v3/syntax"
@@ -1479,7 +1481,13 @@ func runLine(sh *Shell, line string, depth int, via string) []Command {
 	}
 	sub := sh.sub()
 	parseNested(sh, &sub, line, depth+1)
-	mergeFlags(sh, &sub)
+	return adopt(sh, &sub, via)
+}
+
+// adopt merges what sub, a line some program of sh runs, found into sh,
+// and returns its commands, each marked as run by via.
+func adopt(sh, sub *Shell, via string) []Command {
+	mergeFlags(sh, sub)
 	for i := range sub.Commands {
 		sub.Commands[i].Wrappers = append([]string{via}, sub.Commands[i].Wrappers...)
 	}
@@ -1532,11 +1540,7 @@ func lenientLine(sh *Shell, line string, depth int, via string) []Command {
 		}
 		return out
 	}
-	mergeFlags(sh, &sub)
-	for i := range sub.Commands {
-		sub.Commands[i].Wrappers = append([]string{via}, sub.Commands[i].Wrappers...)
-	}
-	return sub.Commands
+	return adopt(sh, &sub, via)
 }
 
 // screenCommand reads screen -X CMD, a command sent to a running
@@ -1598,40 +1602,37 @@ func tmuxSendKeys(args []string, sh *Shell, depth int) ([]Command, bool) {
 			}
 		}
 	}
-	var b strings.Builder
-	text := func() string { return b.String() }
+	// The typed text; an erase shortens it in place (a copy per BSpace
+	// would make a line of many of them quadratic).
+	var b []byte
 	for _, k := range args[min(i, len(args)):] {
 		switch {
 		case hex:
 			if v, err := strconv.ParseUint(strings.TrimPrefix(k, "0x"), 16, 8); err == nil {
-				b.WriteByte(byte(v))
+				b = append(b, byte(v))
 			}
 		case literal:
-			b.WriteString(k)
+			b = append(b, k...)
 		case k == "Enter" || k == "C-m" || k == "C-j" || k == "KPEnter":
-			b.WriteByte('\n')
+			b = append(b, '\n')
 		case k == "Space":
-			b.WriteByte(' ')
+			b = append(b, ' ')
 		case k == "Tab" || k == "C-i":
-			b.WriteByte('\t')
+			b = append(b, '\t')
 		case k == "BSpace" || k == "C-h":
-			t := []rune(text())
-			if len(t) > 0 && t[len(t)-1] != '\n' {
-				b.Reset()
-				b.WriteString(string(t[:len(t)-1]))
+			if _, n := utf8.DecodeLastRune(b); n > 0 && b[len(b)-1] != '\n' {
+				b = b[:len(b)-n]
 			}
 		case k == "C-u" || k == "C-c":
-			t := text()
-			b.Reset()
-			b.WriteString(t[:strings.LastIndexByte(t, '\n')+1])
+			b = b[:bytes.LastIndexByte(b, '\n')+1]
 		case k == "Up" || k == "C-p" || k == "C-r" || k == "Down" || k == "C-n":
 			sh.Eval = true
 			sh.notFollowed("tmux send-keys recalls a line from the pane's history")
 		default:
-			b.WriteString(k)
+			b = append(b, k...)
 		}
 	}
-	return runLine(sh, text(), depth, "tmux"), true
+	return runLine(sh, string(b), depth, "tmux"), true
 }
 
 // commandLine adds the commands of a line some program runs (a variable's

@@ -217,3 +217,23 @@ func TestRunnerChainsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSendKeysErasesInPlace: tmux send-keys with a long text and as many
+// BSpace keys is decided like the short one. Each erase once copied the
+// whole text: this line took 27 s to decide, 0.2 s now (not asserted; a
+// return of the copy shows as a slow test).
+func TestSendKeysErasesInPlace(t *testing.T) {
+	e := defaultEngine(t)
+	long := "tmux send-keys -t dev 'rm -rf ~" + strings.Repeat("x", 100000) + "'" + strings.Repeat(" BSpace", 100000) + " Enter"
+	for line, want := range map[string]string{
+		long: "deny",
+		"tmux send-keys -t dev 'rm -rf ~x' BSpace Enter":  "deny",
+		"tmux send-keys -t dev 'rm -rf ~' C-u 'ls' Enter": "allow",
+		"tmux send-keys -t dev 'ls ~é' BSpace Enter":      "allow",
+	} {
+		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line})
+		if err != nil || d.Action != want {
+			t.Errorf("%.40q…: %s %s %v, want %s", line, d.Action, d.Rule, err, want)
+		}
+	}
+}
