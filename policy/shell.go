@@ -1605,6 +1605,7 @@ func tmuxSendKeys(args []string, sh *Shell, depth int) ([]Command, bool) {
 	// The typed text; an erase shortens it in place (a copy per BSpace
 	// would make a line of many of them quadratic).
 	var b []byte
+	escaped := false // an editing key came since the last Enter
 	for _, k := range args[min(i, len(args)):] {
 		switch {
 		case hex:
@@ -1628,11 +1629,35 @@ func tmuxSendKeys(args []string, sh *Shell, depth int) ([]Command, bool) {
 		case k == "Up" || k == "C-p" || k == "C-r" || k == "Down" || k == "C-n":
 			sh.Eval = true
 			sh.notFollowed("tmux send-keys recalls a line from the pane's history")
+		case k == "Escape" || editKey(k):
+			// A key that moves the cursor or edits the line (Home, C-a,
+			// Left, M-b, Escape b …): what follows is typed elsewhere
+			// than the end, and the line is not the text in order.
+			escaped = true
 		default:
+			if escaped {
+				sh.Eval = true
+				sh.notFollowed("tmux send-keys edits the line with keys that move the cursor")
+			}
 			b = append(b, k...)
+		}
+		if len(b) > 0 && b[len(b)-1] == '\n' {
+			escaped = false
 		}
 	}
 	return runLine(sh, string(b), depth, "tmux"), true
+}
+
+// editKey reports whether k is a tmux key name that moves the cursor or
+// edits the line rather than typing text: the arrows left and right,
+// Home, End, the deletes, and every Ctrl or Meta key send-keys does not
+// read as text (C-a, C-e, C-k, C-w, C-y, M-b…).
+func editKey(k string) bool {
+	switch k {
+	case "Left", "Right", "Home", "End", "DC", "IC", "PPage", "NPage", "PageUp", "PageDown", "BTab":
+		return true
+	}
+	return len(k) > 2 && (strings.HasPrefix(k, "C-") || strings.HasPrefix(k, "M-") || strings.HasPrefix(k, "S-"))
 }
 
 // commandLine adds the commands of a line some program runs (a variable's

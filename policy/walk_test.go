@@ -230,6 +230,11 @@ func TestSendKeysErasesInPlace(t *testing.T) {
 		"tmux send-keys -t dev 'rm -rf ~x' BSpace Enter":  "deny",
 		"tmux send-keys -t dev 'rm -rf ~' C-u 'ls' Enter": "allow",
 		"tmux send-keys -t dev 'ls ~é' BSpace Enter":      "allow",
+		// Keys that move the cursor type elsewhere than the end.
+		"tmux send-keys -t dev 'rf ~' Home 'rm -' Enter":     "confirm",
+		"tmux send-keys -t dev 'rf ~' C-a 'rm -' Enter":      "confirm",
+		"tmux send-keys -t dev '~' Escape b 'rm -rf ' Enter": "confirm",
+		"tmux send-keys -t dev 'make' Enter C-l":             "allow",
 	} {
 		d, err := e.Decide(context.Background(), Input{Action: "input", Program: "bash", Text: line})
 		if err != nil || d.Action != want {
